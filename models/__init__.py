@@ -1,0 +1,16 @@
+"""Rigid-body models: spatial algebra, joints, `Model`/`Data`, URDF loading, FK, Jacobians,
+RNEA, CRBA and ABA (world-frame numba kernels)."""
+from .joints import FIXED, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
+from .model import Frame, Geometry, Model, ModelBuilder, ModelError, check_inertia
+from .data import Data
+from .kinematics import body_jacobian, forward_kinematics, motion_subspace, point_jacobian
+from .dynamics import aba, crba, gravity_torques, nonlinear_effects, rnea
+from .urdf import URDFError, load_urdf, robot_path
+
+__all__ = [
+    "FIXED", "FREE", "PLANAR", "PRISMATIC", "REVOLUTE", "SPHERICAL",
+    "Frame", "Geometry", "Model", "ModelBuilder", "ModelError", "check_inertia", "Data",
+    "body_jacobian", "forward_kinematics", "motion_subspace", "point_jacobian",
+    "aba", "crba", "gravity_torques", "nonlinear_effects", "rnea",
+    "URDFError", "load_urdf", "robot_path",
+]

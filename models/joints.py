@@ -1,0 +1,107 @@
+"""Joint models: placement from q, motion subspace, integration on the manifold.
+
+Joint types (``Model.jtype``) and their coordinates:
+
+======== ===  ===  ==========================================================
+type     nq   nv   q / v
+======== ===  ===  ==========================================================
+FIXED    0    0    (none)
+REVOLUTE 1    1    angle about ``axis`` (rad) / angular rate; also URDF continuous
+PRISMATIC 1   1    displacement along ``axis`` (m) / rate
+FREE     7    6    [x, y, z, qx, qy, qz, qw] / [v, ω] in the body (local) frame
+SPHERICAL 4   3    [qx, qy, qz, qw] / ω in the body frame
+PLANAR   4    3    [x, y, cos θ, sin θ] in the joint frame's xy-plane / [vx, vy, ω] local
+======== ===  ===  ==========================================================
+
+FREE, SPHERICAL and PLANAR follow Pinocchio's conventions. Every joint's motion subspace is
+constant in the child body frame, so in world coordinates Ṡ = v × S (paper 002, Sec. III).
+"""
+import numpy as np
+from numba import njit
+
+from .spatial import axis_angle_to_rot, quat_to_rot, quat_exp, quat_mul, so3_left_jacobian
+
+FIXED, REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4, 5
+JOINT_NAMES = ("fixed", "revolute", "prismatic", "free", "spherical", "planar")
+JOINT_NQ = (0, 1, 1, 7, 4, 4)
+JOINT_NV = (0, 1, 1, 6, 3, 3)
+
+_JIT = dict(cache=True, inline="always")
+
+
+@njit(**_JIT)
+def joint_transform(jtype, axis, q, iq, R, p):
+    """X_J(q): rotation R (3, 3) and translation p (3,) of the child frame in the joint frame."""
+    if jtype == REVOLUTE:
+        axis_angle_to_rot(axis, q[iq], R)
+        p[:] = 0.0
+    elif jtype == PRISMATIC:
+        R[:, :] = np.eye(3)
+        p[:] = axis * q[iq]
+    elif jtype == FREE:
+        quat_to_rot(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], R)
+        p[0] = q[iq]; p[1] = q[iq + 1]; p[2] = q[iq + 2]
+    elif jtype == SPHERICAL:
+        quat_to_rot(q[iq], q[iq + 1], q[iq + 2], q[iq + 3], R)
+        p[:] = 0.0
+    elif jtype == PLANAR:
+        c, s = q[iq + 2], q[iq + 3]
+        R[:, :] = np.eye(3)
+        R[0, 0] = c; R[0, 1] = -s; R[1, 0] = s; R[1, 1] = c
+        p[0] = q[iq]; p[1] = q[iq + 1]; p[2] = 0.0
+    else:
+        R[:, :] = np.eye(3)
+        p[:] = 0.0
+
+
+@njit(**_JIT)
+def joint_subspace_local(jtype, axis, k):
+    """Column k of the motion subspace S in the child body frame, as a 6-vector (lin, ang)."""
+    s = np.zeros(6)
+    if jtype == REVOLUTE:
+        s[3:] = axis
+    elif jtype == PRISMATIC:
+        s[:3] = axis
+    elif jtype == FREE:
+        s[k] = 1.0
+    elif jtype == SPHERICAL:
+        s[3 + k] = 1.0
+    elif jtype == PLANAR:
+        if k < 2:
+            s[k] = 1.0
+        else:
+            s[5] = 1.0
+    return s
+
+
+@njit(**_JIT)
+def joint_integrate(jtype, q, iq, v, iv, dt, out):
+    """out[iq:iq+nq] = q ⊕ dt v for one joint: exact exponential map on SE(3), SO(3), SE(2)."""
+    if jtype == REVOLUTE or jtype == PRISMATIC:
+        out[iq] = q[iq] + dt * v[iv]
+    elif jtype == FREE:
+        R = np.empty((3, 3))
+        quat_to_rot(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], R)
+        w = dt * v[iv + 3:iv + 6]
+        dp = so3_left_jacobian(w) @ (dt * v[iv:iv + 3])
+        out[iq:iq + 3] = q[iq:iq + 3] + R @ dp
+        qn = quat_mul(q[iq + 3:iq + 7], quat_exp(w))
+        out[iq + 3:iq + 7] = qn / np.sqrt(np.sum(qn * qn))
+    elif jtype == SPHERICAL:
+        qn = quat_mul(q[iq:iq + 4], quat_exp(dt * v[iv:iv + 3]))
+        out[iq:iq + 4] = qn / np.sqrt(np.sum(qn * qn))
+    elif jtype == PLANAR:
+        c, s = q[iq + 2], q[iq + 3]
+        vx, vy, w = dt * v[iv], dt * v[iv + 1], dt * v[iv + 2]
+        if abs(w) < 1e-8:
+            a, b = 1.0 - w * w / 6.0, 0.5 * w
+        else:
+            a, b = np.sin(w) / w, (1.0 - np.cos(w)) / w
+        dx, dy = a * vx - b * vy, b * vx + a * vy
+        out[iq] = q[iq] + c * dx - s * dy
+        out[iq + 1] = q[iq + 1] + s * dx + c * dy
+        cw, sw = np.cos(w), np.sin(w)
+        cn, sn = c * cw - s * sw, s * cw + c * sw
+        nrm = np.sqrt(cn * cn + sn * sn)
+        out[iq + 2] = cn / nrm
+        out[iq + 3] = sn / nrm

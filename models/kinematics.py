@@ -1,0 +1,203 @@
+"""Forward kinematics, world-frame motion subspaces and inertias, Jacobians, q ⊕ v.
+
+Kernels (numba) work on the packed model tables ``jint``/``jfloat`` (see `model.py`); the
+Python functions at the bottom check inputs and orchestrate.
+"""
+import numpy as np
+from numba import njit
+
+from .joints import FREE, PLANAR, SPHERICAL, REVOLUTE, PRISMATIC, joint_integrate, joint_subspace_local, joint_transform
+from .model import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
+from .spatial import inertia_to_world, motion_to_world, quat_to_rot, skew
+
+_JIT = dict(cache=True)
+
+
+@njit(**_JIT)
+def fk_kernel(jint, jfloat, q, oR, op):
+    """Forward kinematics: oMᵢ = oM_λ(i) · X_tree(i) · X_J(qᵢ) for i in topological order.
+
+    oR (n, 3, 3), op (n, 3): world rotation and position of each body frame.
+    """
+    RJ = np.empty((3, 3))
+    pJ = np.empty(3)
+    for i in range(jint.shape[0]):
+        par, jt, iq = jint[i, 0], jint[i, 1], jint[i, 2]
+        Rt = jfloat[i, JF_R:JF_R + 9].reshape(3, 3)
+        pt = jfloat[i, JF_P:JF_P + 3]
+        joint_transform(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], q, iq, RJ, pJ)
+        if par >= 0:
+            Rp = oR[par] @ Rt
+            op[i] = oR[par] @ (Rt @ pJ + pt) + op[par]
+        else:
+            Rp = Rt.copy()
+            op[i] = Rt @ pJ + pt
+        oR[i] = Rp @ RJ
+
+
+@njit(**_JIT)
+def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
+    """FK plus world-frame quantities used by every dynamics sweep (paper 002, Sec. III).
+
+    S (6, nv): motion subspace columns in world coordinates about the origin, Sᵢ = ⁰Xᵢ Sᵢˡᵒᶜᵃˡ.
+    H (n, 6, 6): spatial inertia of each body about the world origin, in world axes.
+    """
+    fk_kernel(jint, jfloat, q, oR, op)
+    col = np.empty(6)
+    for i in range(jint.shape[0]):
+        jt, iv, nvi = jint[i, 1], jint[i, 3], jint[i, 5]
+        axis = jfloat[i, JF_AXIS:JF_AXIS + 3]
+        for k in range(nvi):
+            motion_to_world(oR[i], op[i], joint_subspace_local(jt, axis, k), col)
+            S[:, iv + k] = col
+        m = jfloat[i, JF_MASS]
+        c = oR[i] @ jfloat[i, JF_COM:JF_COM + 3] + op[i]
+        Ic = oR[i] @ jfloat[i, JF_INERTIA:JF_INERTIA + 9].reshape(3, 3) @ oR[i].T
+        inertia_to_world(m, c, Ic, H[i])
+
+
+@njit(**_JIT)
+def body_jacobian_kernel(jint, S, body, point, J):
+    """J (6, nv): world-aligned spatial velocity (v of `point`, ω) of a body: J v = (ṗ, ω).
+
+    Columns of the body's ancestors: (S_lin + S_ang × point, S_ang); zero elsewhere.
+    `point` is in world coordinates.
+    """
+    J[:, :] = 0.0
+    i = body
+    while i >= 0:
+        iv, nvi = jint[i, 3], jint[i, 5]
+        for k in range(iv, iv + nvi):
+            w = S[3:, k]
+            # S_lin is the velocity of the point at the origin; at x it is S_lin + ω × x
+            J[0, k] = S[0, k] + w[1] * point[2] - w[2] * point[1]
+            J[1, k] = S[1, k] + w[2] * point[0] - w[0] * point[2]
+            J[2, k] = S[2, k] + w[0] * point[1] - w[1] * point[0]
+            J[3, k] = w[0]
+            J[4, k] = w[1]
+            J[5, k] = w[2]
+        i = jint[i, 0]
+
+
+@njit(**_JIT)
+def velocity_kernel(jint, S, v, vel):
+    """Body spatial velocities vᵢ = v_λ(i) + Sᵢ q̇ᵢ (world frame), vel (n, 6)."""
+    for i in range(jint.shape[0]):
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        if par >= 0:
+            vel[i] = vel[par]
+        else:
+            vel[i] = 0.0
+        for k in range(iv, iv + nvi):
+            vel[i] += S[:, k] * v[k]
+
+
+@njit(**_JIT)
+def integrate_kernel(jint, q, v, dt, out):
+    """out = q ⊕ dt v, joint by joint."""
+    for i in range(jint.shape[0]):
+        jt, iq, iv, nqi = jint[i, 1], jint[i, 2], jint[i, 3], jint[i, 4]
+        if nqi > 0:
+            joint_integrate(jt, q, iq, v, iv, dt, out)
+
+
+@njit(cache=True, inline="always")
+def _quat_log(a, b):
+    """Rotation vector of a⁻¹ ⊗ b for unit quaternions (x, y, z, w)."""
+    ax, ay, az, aw = -a[0], -a[1], -a[2], a[3]
+    bx, by, bz, bw = b[0], b[1], b[2], b[3]
+    x = aw * bx + ax * bw + ay * bz - az * by
+    y = aw * by - ax * bz + ay * bw + az * bx
+    z = aw * bz + ax * by - ay * bx + az * bw
+    w = aw * bw - ax * bx - ay * by - az * bz
+    if w < 0:
+        x, y, z, w = -x, -y, -z, -w
+    s = np.sqrt(x * x + y * y + z * z)
+    if s < 1e-12:
+        k = 2.0 / w
+    else:
+        k = 2.0 * np.arctan2(s, w) / s
+    return np.array((k * x, k * y, k * z))
+
+
+@njit(**_JIT)
+def difference_kernel(jint, q0, q1, out):
+    """out = q1 ⊖ q0: the v with q0 ⊕ v = q1 (SE(3), SO(3), SE(2) logarithms)."""
+    R0 = np.empty((3, 3))
+    for i in range(jint.shape[0]):
+        jt, iq, iv = jint[i, 1], jint[i, 2], jint[i, 3]
+        if jt == REVOLUTE or jt == PRISMATIC:
+            out[iv] = q1[iq] - q0[iq]
+        elif jt == SPHERICAL:
+            out[iv:iv + 3] = _quat_log(q0[iq:iq + 4], q1[iq:iq + 4])
+        elif jt == FREE:
+            w = _quat_log(q0[iq + 3:iq + 7], q1[iq + 3:iq + 7])
+            quat_to_rot(q0[iq + 3], q0[iq + 4], q0[iq + 5], q0[iq + 6], R0)
+            dp = R0.T @ (q1[iq:iq + 3] - q0[iq:iq + 3])
+            th2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+            th = np.sqrt(th2)
+            if th < 1e-6:
+                b = 1.0 / 12.0 + th2 / 720.0
+            else:
+                b = 1.0 / th2 - (1.0 + np.cos(th)) / (2.0 * th * np.sin(th))
+            W = skew(w)
+            Vinv = np.eye(3) - 0.5 * W + b * (W @ W)
+            out[iv:iv + 3] = Vinv @ dp
+            out[iv + 3:iv + 6] = w
+        elif jt == PLANAR:
+            c0, s0 = q0[iq + 2], q0[iq + 3]
+            c1, s1 = q1[iq + 2], q1[iq + 3]
+            th = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
+            dx0, dy0 = q1[iq] - q0[iq], q1[iq + 1] - q0[iq + 1]
+            dx, dy = c0 * dx0 + s0 * dy0, -s0 * dx0 + c0 * dy0
+            if abs(th) < 1e-8:
+                a, b = 1.0 - th * th / 6.0, 0.5 * th
+            else:
+                a, b = np.sin(th) / th, (1.0 - np.cos(th)) / th
+            det = a * a + b * b
+            out[iv] = (a * dx + b * dy) / det
+            out[iv + 1] = (-b * dx + a * dy) / det
+            out[iv + 2] = th
+
+
+# ---------------------------------------------------------------------- Python API
+def forward_kinematics(model, q):
+    """World placements of every body: (R (n, 3, 3), p (n, 3))."""
+    q = model.check_q(q)
+    oR = np.empty((model.nbodies, 3, 3))
+    op = np.empty((model.nbodies, 3))
+    fk_kernel(model.jint, model.jfloat, q, oR, op)
+    return oR, op
+
+
+def motion_subspace(model, q):
+    """World-frame motion subspace S (6, nv) and body inertias H (n, 6, 6) at q."""
+    q = model.check_q(q)
+    n = model.nbodies
+    oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
+    S, H = np.empty((6, model.nv)), np.empty((n, 6, 6))
+    kinematics_kernel(model.jint, model.jfloat, q, oR, op, S, H)
+    return S, H
+
+
+def body_jacobian(model, q, body, point=None):
+    """(6, nv) Jacobian of `body` (name or index) at the world `point` (default: body origin):
+    rows are the world linear velocity of the point and the angular velocity (world axes)."""
+    q = model.check_q(q)
+    b, Rf, pf = model.body_placement_offset(body)
+    if b < 0:
+        return np.zeros((6, model.nv))
+    n = model.nbodies
+    oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
+    S, H = np.empty((6, model.nv)), np.empty((n, 6, 6))
+    kinematics_kernel(model.jint, model.jfloat, q, oR, op, S, H)
+    if point is None:
+        point = oR[b] @ pf + op[b]
+    J = np.empty((6, model.nv))
+    body_jacobian_kernel(model.jint, S, b, np.asarray(point, float), J)
+    return J
+
+
+def point_jacobian(model, q, body, point):
+    """(3, nv) Jacobian of the world linear velocity of a world `point` fixed on `body`."""
+    return body_jacobian(model, q, body, point)[:3]

@@ -1,0 +1,1 @@
+"""collision package (in progress)."""

@@ -1,0 +1,1 @@
+"""scenes package (in progress)."""

@@ -1,0 +1,339 @@
+"""`WorldBuilder` and `World`: bodies, robots and static geometry assembled into one model.
+
+Every free object (box, sphere, capsule, cylinder, mesh) is a tree of one body hanging from
+the world by a free joint; a URDF robot is a tree; static geometry (``fixed=True``, the
+ground) is attached to the world (body -1). The world's `Model` is the forest of all of them,
+in the order they were added, so q and v concatenate the objects' coordinates in that order.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import models
+from models import FREE, Geometry, ModelBuilder, ModelError
+
+_PALETTE = [(0.90, 0.45, 0.15, 1.0), (0.20, 0.55, 0.85, 1.0), (0.30, 0.70, 0.35, 1.0),
+            (0.85, 0.25, 0.35, 1.0), (0.60, 0.40, 0.80, 1.0), (0.95, 0.75, 0.20, 1.0)]
+
+
+def _vec(x, n, what):
+    a = np.asarray(x, dtype=float).reshape(-1)
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} must be {n} finite numbers, got {x!r}")
+    return a
+
+
+def _quat(qu, what):
+    qu = _vec(qu, 4, what)
+    nrm = np.linalg.norm(qu)
+    if abs(nrm - 1.0) > 1e-6:
+        raise ValueError(f"{what} {tuple(qu)} is not a unit quaternion (norm {nrm:.9g}); "
+                         f"use (qx, qy, qz, qw) with norm 1")
+    return qu / nrm
+
+
+def quat_to_matrix(qu):
+    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = qu
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def matrix_to_quat(R):
+    """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method)."""
+    R = np.asarray(R, dtype=float)
+    tr = np.trace(R)
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.empty(4)
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[k] = (R[k, i] + R[i, k]) / s
+        q[3] = (R[k, j] - R[j, k]) / s
+    q /= np.linalg.norm(q)
+    return -q if q[3] < 0 else q
+
+
+# ------------------------------------------------------------------ inertia of shapes
+def box_inertia(mass, half_extents):
+    """Inertia (3, 3) about the center of a solid box of half extents (a, b, c)."""
+    a, b, c = 2.0 * np.asarray(half_extents, float)
+    return mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
+
+
+def sphere_inertia(mass, radius):
+    return 0.4 * mass * radius * radius * np.eye(3)
+
+
+def cylinder_inertia(mass, radius, length):
+    """Solid cylinder, axis z."""
+    ixx = mass * (3 * radius * radius + length * length) / 12.0
+    return np.diag([ixx, ixx, 0.5 * mass * radius * radius])
+
+
+def capsule_inertia(mass, radius, length):
+    """Solid capsule: cylinder of `length` along z capped by two hemispheres, uniform density."""
+    r, L = radius, length
+    vc, vs = np.pi * r * r * L, 4.0 / 3.0 * np.pi * r ** 3
+    mc, ms = mass * vc / (vc + vs), mass * vs / (vc + vs)
+    izz = 0.5 * mc * r * r + 0.4 * ms * r * r
+    # hemispheres: own inertia 2/5 m r² about their flat face's center axis, CoM at 3r/8 from it
+    ixx = mc * (3 * r * r + L * L) / 12.0 + ms * (0.4 * r * r + L * L / 4.0 + 3.0 * L * r / 8.0)
+    return np.diag([ixx, ixx, izz])
+
+
+@dataclass
+class World:
+    """A built world: the `Model` (forest of all moving bodies), collision and visual geometry,
+    the initial state, and a record of each added object."""
+    model: models.Model
+    q0: np.ndarray
+    v0: np.ndarray
+    geometries: list = field(default_factory=list)   # collision geometry (Geometry records)
+    visuals: list = field(default_factory=list)      # visual geometry
+    objects: dict = field(default_factory=dict)      # name -> dict(kind, bodies, ...)
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+
+    def body_index(self, body):
+        """Index of a body given by name or index (-1 / "world" for the world). For a robot
+        added as ``add_urdf("g1", ...)``, its links are ``"g1/<link>"``; the bare link name
+        is accepted when only one object has such a link."""
+        try:
+            return self.model.body_index(body)
+        except KeyError:
+            if isinstance(body, str):
+                hits = [n for n in list(self.model.body_names) + list(self.model.frames)
+                        if n.rsplit("/", 1)[-1] == body]
+                if len(set(hits)) == 1:
+                    return self.model.body_index(hits[0])
+                if len(hits) > 1:
+                    raise KeyError(f"body name '{body}' is ambiguous: {sorted(set(hits))}") from None
+            raise
+
+    def body_frame(self, body):
+        """(body index, R, p): a body or merged URDF link as an offset from its body's frame."""
+        try:
+            return self.model.body_placement_offset(body)
+        except KeyError:
+            idx = self.body_index(body)
+            name = next(n for n in list(self.model.body_names) + list(self.model.frames)
+                        if n.rsplit("/", 1)[-1] == body)
+            return self.model.body_placement_offset(name) if idx >= 0 else (idx, np.eye(3), np.zeros(3))
+
+    @property
+    def body_names(self):
+        return self.model.body_names
+
+
+class WorldBuilder:
+    """Assemble free objects, robots and static geometry into a `World` (DESIGN.md)."""
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81)):
+        self.gravity = _vec(gravity, 3, "gravity")
+        self._mb = ModelBuilder(self.gravity)
+        self._q0, self._v0 = [], []
+        self._static = []       # geometry attached to the world
+        self._visual_static = []
+        self._objects = {}
+
+    # ---------------------------------------------------------------- helpers
+    def _name(self, name):
+        if not isinstance(name, str) or not name or name == "world":
+            raise ValueError(f"object name must be a non-empty string other than 'world', got {name!r}")
+        if name in self._objects:
+            raise ValueError(f"an object named '{name}' already exists")
+        return name
+
+    @staticmethod
+    def _material(friction, restitution, compliance):
+        if not (np.isfinite(friction) and friction >= 0):
+            raise ValueError(f"friction must be ≥ 0, got {friction}")
+        if not (np.isfinite(restitution) and 0 <= restitution <= 1):
+            raise ValueError(f"restitution must be in [0, 1], got {restitution}")
+        if not (np.isfinite(compliance) and compliance >= 0):
+            raise ValueError(f"compliance must be ≥ 0, got {compliance}")
+        return dict(friction=float(friction), restitution=float(restitution), compliance=float(compliance))
+
+    def _color(self, color):
+        if color is None:
+            return _PALETTE[len(self._objects) % len(_PALETTE)]
+        c = tuple(float(x) for x in color)
+        if len(c) == 3:
+            c = c + (1.0,)
+        if len(c) != 4 or not all(0 <= x <= 1 for x in c):
+            raise ValueError(f"color must be rgb or rgba in [0, 1], got {color!r}")
+        return c
+
+    def _add_shape(self, name, kind, size, mass, inertia_fn, position, quaternion, velocity,
+                   fixed, inertia, com, friction, restitution, compliance, color, group, mask,
+                   mesh=None, scale=None, convex=False):
+        name = self._name(name)
+        p = _vec(position, 3, f"'{name}' position")
+        qu = _quat(quaternion, f"'{name}' quaternion")
+        mat = self._material(friction, restitution, compliance)
+        g = Geometry(name=name, body=-1, kind=kind, size=np.asarray(size, float), color=self._color(color),
+                     group=int(group), mask=int(mask), mesh=mesh,
+                     scale=np.ones(3) if scale is None else scale, convex=convex, **mat)
+        if fixed:
+            g.rotation, g.translation = quat_to_matrix(qu), p
+            self._static.append(g)
+            self._visual_static.append(copy.copy(g))
+            self._objects[name] = dict(kind=kind, bodies=[], fixed=True)
+            return name
+        if not (np.isfinite(mass) and mass > 0):
+            raise ModelError(f"'{name}': mass must be positive, got {mass}")
+        I = inertia_fn(mass) if inertia is None else np.asarray(inertia, float)
+        c = np.zeros(3) if com is None else _vec(com, 3, f"'{name}' com")
+        idx = self._mb.add_body(name, -1, FREE, name, mass=float(mass), com=c, inertia=I)
+        g.body = idx
+        self._mb.collision_geometries.append(g)
+        self._mb.visual_geometries.append(copy.copy(g))
+        self._q0.append(np.concatenate([p, qu]))
+        vel = np.zeros(6) if velocity is None else _vec(velocity, 6, f"'{name}' velocity")
+        self._v0.append(vel)
+        self._objects[name] = dict(kind=kind, bodies=[idx], fixed=False)
+        return name
+
+    # ---------------------------------------------------------------- public
+    def add_ground(self, friction=0.5, restitution=0.0, height=0.0, compliance=0.0,
+                   color=(0.82, 0.82, 0.80, 1.0), name="ground"):
+        """The halfspace z ≤ height, attached to the world."""
+        name = self._name(name)
+        mat = self._material(friction, restitution, compliance)
+        g = Geometry(name=name, body=-1, kind="plane", size=np.zeros(0),
+                     translation=np.array([0.0, 0.0, float(height)]), color=self._color(color), **mat)
+        self._static.append(g)
+        self._visual_static.append(copy.copy(g))
+        self._objects[name] = dict(kind="plane", bodies=[], fixed=True)
+        return name
+
+    def add_box(self, name, half_extents, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
+                friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
+                compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
+        """A solid box. velocity: initial [v, ω] in the body frame (the free-joint convention)."""
+        h = _vec(half_extents, 3, f"'{name}' half_extents")
+        if np.any(h <= 0):
+            raise ValueError(f"'{name}': half_extents must be positive, got {tuple(h)}")
+        return self._add_shape(name, "box", h, mass, lambda m: box_inertia(m, h), position, quaternion,
+                               velocity, fixed, inertia, com, friction, restitution, compliance, color, group, mask)
+
+    def add_sphere(self, name, radius, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
+                   friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
+                   compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
+        if not (np.isfinite(radius) and radius > 0):
+            raise ValueError(f"'{name}': radius must be positive, got {radius}")
+        return self._add_shape(name, "sphere", [radius], mass, lambda m: sphere_inertia(m, radius), position,
+                               quaternion, velocity, fixed, inertia, com, friction, restitution, compliance,
+                               color, group, mask)
+
+    def add_capsule(self, name, radius, length, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
+                    friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
+                    compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
+        """A capsule: the segment of `length` along local z, swept by a sphere of `radius`."""
+        if not (np.isfinite(radius) and radius > 0 and np.isfinite(length) and length > 0):
+            raise ValueError(f"'{name}': radius and length must be positive, got {radius}, {length}")
+        return self._add_shape(name, "capsule", [radius, length], mass,
+                               lambda m: capsule_inertia(m, radius, length), position, quaternion, velocity,
+                               fixed, inertia, com, friction, restitution, compliance, color, group, mask)
+
+    def add_cylinder(self, name, radius, length, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
+                     friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
+                     compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
+        """A solid cylinder of `length` along local z."""
+        if not (np.isfinite(radius) and radius > 0 and np.isfinite(length) and length > 0):
+            raise ValueError(f"'{name}': radius and length must be positive, got {radius}, {length}")
+        return self._add_shape(name, "cylinder", [radius, length], mass,
+                               lambda m: cylinder_inertia(m, radius, length), position, quaternion, velocity,
+                               fixed, inertia, com, friction, restitution, compliance, color, group, mask)
+
+    def add_mesh(self, name, path, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1), scale=1.0,
+                 convex=False, friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None,
+                 com=None, compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
+        """A mesh loaded with trimesh (STL, OBJ, DAE, PLY, ...). convex=True collides with its
+        convex hull. Mass properties at uniform density: from the mesh if watertight, else from
+        its convex hull. The body frame is the mesh file's frame."""
+        import trimesh
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"'{name}': mesh file not found: {path}")
+        try:
+            mesh = trimesh.load(path, force="mesh")
+        except Exception as e:  # trimesh raises many types
+            raise ValueError(f"'{name}': cannot load mesh {path}: {e}") from None
+        if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+            raise ValueError(f"'{name}': mesh {path} has no triangles")
+        s = np.broadcast_to(np.asarray(scale, float), (3,)).copy()
+        if np.any(s <= 0) or not np.all(np.isfinite(s)):
+            raise ValueError(f"'{name}': scale must be positive, got {scale}")
+        mesh.apply_scale(s)
+        solid = mesh if mesh.is_watertight and mesh.volume > 0 else mesh.convex_hull
+        if solid.volume <= 1e-15:
+            raise ValueError(f"'{name}': mesh {path} encloses no volume (flat or degenerate)")
+        c = solid.center_mass if com is None else com
+        return self._add_shape(name, "mesh", np.zeros(0), mass,
+                               lambda m: solid.moment_inertia * (m / solid.volume), position, quaternion,
+                               velocity, fixed, inertia, c, friction, restitution, compliance, color, group,
+                               mask, mesh=os.path.abspath(path), scale=s, convex=convex)
+
+    def add_urdf(self, name, path, floating_base=True, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
+                 q=None, package_dirs=None, friction=0.5, restitution=0.0, compliance=0.0,
+                 mimic="independent", group=1, mask=0xFFFFFFFF):
+        """A URDF robot. Its bodies, joints and frames are named ``"<name>/<link or joint>"``.
+        position/quaternion: placement of the root link (the free joint's initial value, or the
+        weld to the world if not floating). q: initial joint positions of the actuated joints
+        (the robot's nq minus its free joint), default neutral."""
+        name = self._name(name)
+        p = _vec(position, 3, f"'{name}' position")
+        qu = _quat(quaternion, f"'{name}' quaternion")
+        mat = self._material(friction, restitution, compliance)
+        first = len(self._mb.bodies)
+        ng_c, ng_v = len(self._mb.collision_geometries), len(self._mb.visual_geometries)
+        models.load_urdf(path, floating_base=floating_base, package_dirs=package_dirs, mimic=mimic,
+                         prefix=name + "/", root_placement=(p, quat_to_matrix(qu)), builder=self._mb,
+                         gravity=self.gravity)
+        for g in self._mb.collision_geometries[ng_c:]:
+            g.friction, g.restitution, g.compliance = mat["friction"], mat["restitution"], mat["compliance"]
+            g.group, g.mask = int(group), int(mask)
+        # links welded to the world (fixed base) carry their geometry on body -1: keep it static
+        for lst, static in ((self._mb.collision_geometries, self._static),
+                            (self._mb.visual_geometries, self._visual_static)):
+            start = ng_c if lst is self._mb.collision_geometries else ng_v
+            moved = [g for g in lst[start:] if g.body < 0]
+            lst[start:] = [g for g in lst[start:] if g.body >= 0]
+            static.extend(moved)
+        bodies = list(range(first, len(self._mb.bodies)))
+        sub = models.Model(self._mb.bodies[first:])  # only for sizes and neutral of this robot
+        q_robot = sub.neutral() if sub.nq else np.zeros(0)
+        nq_free = 7 if floating_base and bodies else 0
+        if floating_base and bodies:
+            q_robot[:3], q_robot[3:7] = p, qu
+        if q is not None:
+            qj = _vec(q, sub.nq - nq_free, f"'{name}' q")
+            q_robot[nq_free:] = qj
+            sub.check_q(q_robot, f"'{name}' q")
+        self._q0.append(q_robot)
+        self._v0.append(np.zeros(sub.nv))
+        self._objects[name] = dict(kind="urdf", bodies=bodies, fixed=not floating_base, path=os.fspath(path))
+        return name
+
+    def build(self):
+        """Assemble the `World`. Raises ModelError if some joint moves no mass (singular M)."""
+        model = self._mb.build()
+        model.collision_geometries = self._static + model.collision_geometries
+        model.visual_geometries = self._visual_static + model.visual_geometries
+        model.check_mass_matrix()
+        q0 = np.concatenate(self._q0) if self._q0 else np.zeros(0)
+        v0 = np.concatenate(self._v0) if self._v0 else np.zeros(0)
+        model.check_q(q0, "initial q")
+        return World(model=model, q0=q0, v0=v0, geometries=model.collision_geometries,
+                     visuals=model.visual_geometries, objects=dict(self._objects), gravity=self.gravity.copy())

@@ -1,0 +1,1 @@
+"""solvers package (in progress)."""

@@ -1,0 +1,1 @@
+"""viewer package (in progress)."""

@@ -34,7 +34,9 @@ class Data:
         m = self.model
         self.q = m.check_q(q).copy()
         kinematics_kernel(m.jint, m.jfloat, self.q, self.oR, self.op, self.S, self.H)
-        aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv)
+        if not aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv):
+            raise np.linalg.LinAlgError(f"the mass matrix is singular: joints {m.massless_joints()} move no "
+                                        f"mass; set model.armature on their dofs")
         return self
 
     def minv(self, tau, fext=None, out=None):

@@ -10,17 +10,99 @@ U = Iᴬ S, D = Sᵀ U (+ armature), u = τ − Sᵀ pᴬ, c = v × S q̇.
 import numpy as np
 from numba import njit
 
-from .kinematics import kinematics_kernel
+from .kinematics import all_finite, kinematics_kernel, q_status_kernel
 from .spatial import crf, crm
 
 _JIT = dict(cache=True)
 
 
+OK, BAD_Q, BAD_V, BAD_AT, SINGULAR = 0, 1, 2, 3, 4
+UNIT_TOL = 1e-6
+
+
 @njit(cache=True, inline="always")
-def _gravity_acc(gravity):
-    a0 = np.zeros(6)
-    a0[:3] = -gravity
-    return a0
+def _status(jint, q, v, x):
+    """Input validation inside the kernels (saves separate dispatches): OK or the bad argument."""
+    if q_status_kernel(jint, q, UNIT_TOL) != -1:
+        return BAD_Q
+    if not all_finite(v):
+        return BAD_V
+    if not all_finite(x):
+        return BAD_AT
+    return OK
+
+
+@njit(cache=True, inline="always")
+def _crm_into(v, m, out):
+    """out = v ×ₘ m (Featherstone Eq. 2.31)."""
+    out[0] = v[4] * m[2] - v[5] * m[1] + v[1] * m[5] - v[2] * m[4]
+    out[1] = v[5] * m[0] - v[3] * m[2] + v[2] * m[3] - v[0] * m[5]
+    out[2] = v[3] * m[1] - v[4] * m[0] + v[0] * m[4] - v[1] * m[3]
+    out[3] = v[4] * m[5] - v[5] * m[4]
+    out[4] = v[5] * m[3] - v[3] * m[5]
+    out[5] = v[3] * m[4] - v[4] * m[3]
+
+
+@njit(cache=True, inline="always")
+def _crf_add(v, f, out):
+    """out += v ×* f (Featherstone Eq. 2.32)."""
+    out[0] += v[4] * f[2] - v[5] * f[1]
+    out[1] += v[5] * f[0] - v[3] * f[2]
+    out[2] += v[3] * f[1] - v[4] * f[0]
+    out[3] += v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
+    out[4] += v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
+    out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+
+
+@njit(cache=True, inline="always")
+def _mv6(A, x, out):
+    """out = A x for A (6, 6)."""
+    for r in range(6):
+        acc = 0.0
+        for c in range(6):
+            acc += A[r, c] * x[c]
+        out[r] = acc
+
+
+@njit(cache=True, inline="always")
+def _dot_col(S, k, x):
+    """S[:, k] · x."""
+    return S[0, k] * x[0] + S[1, k] * x[1] + S[2, k] * x[2] + S[3, k] * x[3] + S[4, k] * x[4] + S[5, k] * x[5]
+
+
+@njit(cache=True)
+def spd_inverse(D, n, out):
+    """out[:n, :n] = D[:n, :n]⁻¹ for a small SPD block (n ≤ 6) by Cholesky; returns False if not PD."""
+    L = np.zeros((6, 6))
+    for j in range(n):
+        acc = D[j, j]
+        for k in range(j):
+            acc -= L[j, k] * L[j, k]
+        if not acc > 0.0:
+            return False
+        L[j, j] = np.sqrt(acc)
+        for i in range(j + 1, n):
+            acc = D[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / L[j, j]
+    # inverse of L (lower triangular), then out = L⁻ᵀ L⁻¹
+    Li = np.zeros((6, 6))
+    for j in range(n):
+        Li[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, n):
+            acc = 0.0
+            for k in range(j, i):
+                acc -= L[i, k] * Li[k, j]
+            Li[i, j] = acc / L[i, i]
+    for i in range(n):
+        for j in range(i + 1):
+            acc = 0.0
+            for k in range(i, n):
+                acc += Li[k, i] * Li[k, j]
+            out[i, j] = acc
+            out[j, i] = acc
+    return True
 
 
 @njit(**_JIT)
@@ -28,60 +110,83 @@ def rnea_kernel(jint, jfloat, armature, gravity, q, v, a, fext, tau):
     """RNEA (Featherstone Table 5.1, world frame): τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ fext.
 
     fext (n, 6): external spatial forces on each body, world frame about the origin.
+    Returns a status code (OK, BAD_Q, BAD_V, BAD_AT); tau is untouched unless OK.
     """
+    st = _status(jint, q, v, a)
+    if st != OK:
+        return st
     n, nv = jint.shape[0], v.shape[0]
     oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
     S, H = np.empty((6, nv)), np.empty((n, 6, 6))
     kinematics_kernel(jint, jfloat, q, oR, op, S, H)
     vel, acc, f = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    a0 = _gravity_acc(gravity)
+    vJ, cJ, h = np.empty(6), np.empty(6), np.empty(6)
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        vJ = np.zeros(6)
-        aJ = np.zeros(6)
-        for k in range(iv, iv + nvi):
-            vJ += S[:, k] * v[k]
-            aJ += S[:, k] * a[k]
-        if par >= 0:
-            vel[i] = vel[par] + vJ
-            acc[i] = acc[par] + aJ + crm(vel[i], vJ)
-        else:
-            vel[i] = vJ
-            acc[i] = a0 + aJ + crm(vel[i], vJ)
-        f[i] = H[i] @ acc[i] + crf(vel[i], H[i] @ vel[i]) - fext[i]
+        for r in range(6):
+            x, y = 0.0, 0.0
+            for k in range(iv, iv + nvi):
+                x += S[r, k] * v[k]
+                y += S[r, k] * a[k]
+            vJ[r] = x
+            if par >= 0:
+                vel[i, r] = vel[par, r] + x
+                acc[i, r] = acc[par, r] + y
+            else:
+                vel[i, r] = x
+                acc[i, r] = y - gravity[r] if r < 3 else y
+        _crm_into(vel[i], vJ, cJ)
+        for r in range(6):
+            acc[i, r] += cJ[r]
+        _mv6(H[i], acc[i], f[i])
+        _mv6(H[i], vel[i], h)
+        _crf_add(vel[i], h, f[i])
+        for r in range(6):
+            f[i, r] -= fext[i, r]
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(iv, iv + nvi):
-            tau[k] = S[:, k] @ f[i] + armature[k] * a[k]
+            tau[k] = _dot_col(S, k, f[i]) + armature[k] * a[k]
         if par >= 0:
-            f[par] += f[i]
+            for r in range(6):
+                f[par, r] += f[i, r]
+    return OK
 
 
 @njit(**_JIT)
 def crba_kernel(jint, jfloat, armature, q, M):
     """CRBA (Featherstone Table 6.2, world frame): composite inertias Hᶜᵢ = Hᵢ + Σ children,
-    Mᵢⱼ = Sᵢᵀ Hᶜⱼ Sⱼ for i an ancestor of j. Fills the full symmetric M (nv, nv)."""
+    Mᵢⱼ = Sᵢᵀ Hᶜⱼ Sⱼ for i an ancestor of j. Fills the full symmetric M (nv, nv).
+    Returns OK or BAD_Q."""
+    if q_status_kernel(jint, q, UNIT_TOL) != -1:
+        return BAD_Q
     n, nv = jint.shape[0], M.shape[0]
     oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
     S, Hc = np.empty((6, nv)), np.empty((n, 6, 6))
     kinematics_kernel(jint, jfloat, q, oR, op, S, Hc)
     M[:, :] = 0.0
+    F = np.empty(6)
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        if nvi > 0:
-            F = Hc[i] @ S[:, iv:iv + nvi]
+        for k in range(iv, iv + nvi):
+            for r in range(6):
+                acc = 0.0
+                for c in range(6):
+                    acc += Hc[i, r, c] * S[c, k]
+                F[r] = acc
             j = i
             while j >= 0:
-                jv, nvj = jint[j, 3], jint[j, 5]
-                if nvj > 0:
-                    blk = S[:, jv:jv + nvj].T @ F
-                    M[jv:jv + nvj, iv:iv + nvi] = blk
-                    M[iv:iv + nvi, jv:jv + nvj] = blk.T
+                for l in range(jint[j, 3], jint[j, 3] + jint[j, 5]):
+                    val = _dot_col(S, l, F)
+                    M[l, k] = val
+                    M[k, l] = val
                 j = jint[j, 0]
-            for k in range(iv, iv + nvi):
-                M[k, k] += armature[k]
+            M[k, k] += armature[k]
         if par >= 0:
-            Hc[par] += Hc[i]
+            for r in range(6):
+                for c in range(6):
+                    Hc[par, r, c] += Hc[i, r, c]
+    return OK
 
 
 @njit(**_JIT)
@@ -91,41 +196,62 @@ def crba_diagonal_kernel(jint, jfloat, armature, q, d):
     oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
     S, Hc = np.empty((6, nv)), np.empty((n, 6, 6))
     kinematics_kernel(jint, jfloat, q, oR, op, S, Hc)
+    F = np.empty(6)
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(iv, iv + nvi):
-            d[k] = S[:, k] @ (Hc[i] @ S[:, k]) + armature[k]
+            for r in range(6):
+                acc = 0.0
+                for c in range(6):
+                    acc += Hc[i, r, c] * S[c, k]
+                F[r] = acc
+            d[k] = _dot_col(S, k, F) + armature[k]
         if par >= 0:
-            Hc[par] += Hc[i]
+            for r in range(6):
+                for c in range(6):
+                    Hc[par, r, c] += Hc[i, r, c]
 
 
 @njit(cache=True, inline="always")
-def _small_inv(D, nvi):
-    """Inverse of the SPD nvi×nvi block D (nvi ≤ 6) by Cholesky."""
-    return np.linalg.inv(D[:nvi, :nvi])
+def _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D):
+    """ABA backward step for body i without bias (paper 000 Alg. 2 lines 4 and 7):
+    U = Iᴬ S, D = Sᵀ U + armature, D⁻¹, and Iᴬ_λ += Iᴬ − U D⁻¹ Uᵀ. Returns False if D is not PD."""
+    for k in range(nvi):
+        for r in range(6):
+            acc = 0.0
+            for c in range(6):
+                acc += IA[i, r, c] * S[c, iv + k]
+            U[r, iv + k] = acc
+    for k in range(nvi):
+        for l in range(nvi):
+            D[k, l] = _dot_col(S, iv + k, U[:, iv + l])
+        D[k, k] += armature[iv + k]
+    ok = spd_inverse(D, nvi, Dinv[i])
+    if par >= 0:
+        for r in range(6):
+            for c in range(6):
+                acc = IA[i, r, c]
+                for k in range(nvi):
+                    t = 0.0
+                    for l in range(nvi):
+                        t += Dinv[i, k, l] * U[c, iv + l]
+                    acc -= U[r, iv + k] * t
+                IA[par, r, c] += acc
+    return ok
 
 
 @njit(**_JIT)
 def aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
     """Backward pass of ABA without bias terms (paper 000 Alg. 2, lines 2–7): the articulated
     inertias Iᴬ (n, 6, 6), U = Iᴬ S (6, nv) and D⁻¹ (n, 6, 6; top-left nvᵢ×nvᵢ used).
-    Depends on q only; reused by every `minv_kernel` call."""
+    Depends on q only; reused by every `minv_kernel` call. Returns False if some D is singular."""
     n = jint.shape[0]
+    D = np.empty((6, 6))
     IA[:, :, :] = H
+    ok = True
     for i in range(n - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        if nvi > 0:
-            Ui = IA[i] @ S[:, iv:iv + nvi]
-            U[:, iv:iv + nvi] = Ui
-            D = S[:, iv:iv + nvi].T @ Ui
-            for k in range(nvi):
-                D[k, k] += armature[iv + k]
-            Di = _small_inv(D, nvi)
-            Dinv[i, :nvi, :nvi] = Di
-            if par >= 0:
-                IA[par] += IA[i] - Ui @ Di @ Ui.T
-        elif par >= 0:
-            IA[par] += IA[i]
+        ok &= _articulate(i, jint[i, 0], jint[i, 3], jint[i, 5], S, armature, IA, U, Dinv, D)
+    return ok
 
 
 @njit(**_JIT)
@@ -136,117 +262,182 @@ def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
     fext (n, 6) world forces on bodies; outputs q̈ (nv,) and body accelerations acc (n, 6).
     pA (n, 6) is workspace."""
     n = jint.shape[0]
-    pA[:, :] = -fext
-    u = np.empty_like(tau)
+    u = np.empty(6)
+    w = np.empty(6)
+    for i in range(n):
+        for r in range(6):
+            pA[i, r] = -fext[i, r]
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        pa = pA[i].copy()
-        if nvi > 0:
-            for k in range(nvi):
-                u[iv + k] = tau[iv + k] - S[:, iv + k] @ pA[i]
-            Du = Dinv[i, :nvi, :nvi] @ u[iv:iv + nvi]
-            pa += U[:, iv:iv + nvi] @ Du
+        for k in range(nvi):
+            u[k] = tau[iv + k] - _dot_col(S, iv + k, pA[i])
+        for k in range(nvi):
+            t = 0.0
+            for l in range(nvi):
+                t += Dinv[i, k, l] * u[l]
+            w[k] = t
+            qdd[iv + k] = u[k]  # keep u for the forward pass
         if par >= 0:
-            pA[par] += pa
+            for r in range(6):
+                t = pA[i, r]
+                for k in range(nvi):
+                    t += U[r, iv + k] * w[k]
+                pA[par, r] += t
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        if par >= 0:
-            acc[i] = acc[par]
-        else:
-            acc[i] = 0.0
-        if nvi > 0:
-            r = u[iv:iv + nvi] - U[:, iv:iv + nvi].T @ acc[i]
-            qi = Dinv[i, :nvi, :nvi] @ r
-            qdd[iv:iv + nvi] = qi
-            acc[i] += S[:, iv:iv + nvi] @ qi
+        for r in range(6):
+            acc[i, r] = acc[par, r] if par >= 0 else 0.0
+        for k in range(nvi):
+            u[k] = qdd[iv + k] - _dot_col(U, iv + k, acc[i])
+        for k in range(nvi):
+            t = 0.0
+            for l in range(nvi):
+                t += Dinv[i, k, l] * u[l]
+            qdd[iv + k] = t
+        for r in range(6):
+            t = acc[i, r]
+            for k in range(nvi):
+                t += S[r, iv + k] * qdd[iv + k]
+            acc[i, r] = t
 
 
 @njit(**_JIT)
 def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
     """ABA (Featherstone Table 7.1) in the world frame (paper 002, Sec. III):
-    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext). Three sweeps, O(n)."""
+    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext). Three sweeps, O(n).
+    Returns a status code: OK, BAD_Q, BAD_V, BAD_AT (tau) or SINGULAR (some D not PD)."""
+    st = _status(jint, q, v, tau)
+    if st != OK:
+        return st
     n, nv = jint.shape[0], v.shape[0]
     oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
     S, IA = np.empty((6, nv)), np.empty((n, 6, 6))
     kinematics_kernel(jint, jfloat, q, oR, op, S, IA)
     vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    vJ, h, w, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        vJ = np.zeros(6)
-        for k in range(iv, iv + nvi):
-            vJ += S[:, k] * v[k]
-        vel[i] = vel[par] + vJ if par >= 0 else vJ
-        c[i] = crm(vel[i], vJ)
-        pA[i] = crf(vel[i], IA[i] @ vel[i]) - fext[i]
+        for r in range(6):
+            x = 0.0
+            for k in range(iv, iv + nvi):
+                x += S[r, k] * v[k]
+            vJ[r] = x
+            vel[i, r] = vel[par, r] + x if par >= 0 else x
+        _crm_into(vel[i], vJ, c[i])
+        _mv6(IA[i], vel[i], h)
+        for r in range(6):
+            pA[i, r] = -fext[i, r]
+        _crf_add(vel[i], h, pA[i])
     U = np.empty((6, nv))
     Dinv = np.empty((n, 6, 6))
+    D = np.empty((6, 6))
     u = np.empty(nv)
+    ok = True
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        Ia = IA[i].copy()
-        pa = pA[i] + Ia @ c[i]
-        if nvi > 0:
-            Si = S[:, iv:iv + nvi]
-            Ui = IA[i] @ Si
-            U[:, iv:iv + nvi] = Ui
-            D = Si.T @ Ui
-            for k in range(nvi):
-                D[k, k] += armature[iv + k]
-            Di = _small_inv(D, nvi)
-            Dinv[i, :nvi, :nvi] = Di
-            ui = tau[iv:iv + nvi] - Si.T @ pA[i]
-            u[iv:iv + nvi] = ui
-            UD = Ui @ Di
-            Ia -= UD @ Ui.T
-            pa = pA[i] + Ia @ c[i] + UD @ ui
+        for k in range(nvi):
+            u[iv + k] = tau[iv + k] - _dot_col(S, iv + k, pA[i])
         if par >= 0:
-            IA[par] += Ia
-            pA[par] += pa
-    acc = np.empty((n, 6))
-    a0 = _gravity_acc(gravity)
+            # pᵃ = pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c), computed before Iᴬ is articulated
+            _mv6(IA[i], c[i], h)
+        ok &= _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D)
+        if par >= 0:
+            for k in range(nvi):
+                w[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
+            for r in range(6):
+                t = pA[i, r] + h[r]
+                for k in range(nvi):
+                    s = 0.0
+                    for l in range(nvi):
+                        s += Dinv[i, k, l] * w[l]
+                    t += U[r, iv + k] * s
+                pA[par, r] += t
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        acc[i] = (acc[par] if par >= 0 else a0) + c[i]
-        if nvi > 0:
-            r = u[iv:iv + nvi] - U[:, iv:iv + nvi].T @ acc[i]
-            qi = Dinv[i, :nvi, :nvi] @ r
-            qdd[iv:iv + nvi] = qi
-            acc[i] += S[:, iv:iv + nvi] @ qi
+        # aᵢ = a_λ(i) + cᵢ; c[λ(i)] already holds a_λ(i) (a₀ = (−g, 0) for roots)
+        for r in range(6):
+            if par >= 0:
+                acc_i[r] = c[par, r] + c[i, r]
+            else:
+                acc_i[r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
+        for k in range(nvi):
+            w[k] = u[iv + k] - _dot_col(U, iv + k, acc_i)
+        for k in range(nvi):
+            t = 0.0
+            for l in range(nvi):
+                t += Dinv[i, k, l] * w[l]
+            qdd[iv + k] = t
+        for r in range(6):
+            t = acc_i[r]
+            for k in range(nvi):
+                t += S[r, iv + k] * qdd[iv + k]
+            c[i, r] = t   # c[i] now holds aᵢ (its bias part is no longer needed)
+    return OK if ok else SINGULAR
 
 
 # ---------------------------------------------------------------------- Python API
 def _fext(model, fext):
     if fext is None:
-        return np.zeros((model.nbodies, 6))
+        z = getattr(model, "_fzero", None)
+        if z is None or z.shape != (model.nbodies, 6):
+            z = model._fzero = np.zeros((model.nbodies, 6))
+        return z
     fext = np.asarray(fext, dtype=float)
     if fext.shape != (model.nbodies, 6) or not np.all(np.isfinite(fext)):
         raise ValueError(f"fext must be a finite array of shape ({model.nbodies}, 6), got {fext.shape}")
     return fext
 
 
+def _raise_status(model, st, q, v, x, xname):
+    """Turn a kernel status code into the detailed exception of the Python checks."""
+    if st == BAD_Q:
+        model.check_q(q)
+    elif st == BAD_V:
+        model.check_v(v)
+    elif st == BAD_AT:
+        model.check_v(x, xname)
+    elif st == SINGULAR:
+        raise np.linalg.LinAlgError(f"the mass matrix is singular: joints {model.massless_joints()} move no "
+                                    f"mass; set model.armature on their dofs")
+    raise RuntimeError(f"kernel failed with status {st}")  # pragma: no cover
+
+
+def _vec(model, x, n, name):
+    x = np.asarray(x, dtype=float)
+    if x.shape != (n,):
+        raise ValueError(f"{name} has shape {x.shape}, expected ({n},)")
+    return x
+
+
 def rnea(model, q, v, a, fext=None):
     """Inverse dynamics τ = M(q) a + C(q, v) v + g(q) − Σ Jᵀ fext (nv,).
 
     fext: optional (nbodies, 6) world-frame spatial forces (force, moment about the world origin)."""
-    q, v, a = model.check_q(q), model.check_v(v), model.check_v(a, "a")
+    q, v, a = _vec(model, q, model.nq, "q"), _vec(model, v, model.nv, "v"), _vec(model, a, model.nv, "a")
     tau = np.empty(model.nv)
-    rnea_kernel(model.jint, model.jfloat, model.armature, model.gravity, q, v, a, _fext(model, fext), tau)
+    st = rnea_kernel(model.jint, model.jfloat, model.armature, model.gravity, q, v, a, _fext(model, fext), tau)
+    if st != OK:
+        _raise_status(model, st, q, v, a, "a")
     return tau
 
 
 def crba(model, q):
     """Joint-space inertia matrix M(q) (nv, nv), armature on the diagonal."""
-    q = model.check_q(q)
+    q = _vec(model, q, model.nq, "q")
     M = np.empty((model.nv, model.nv))
-    crba_kernel(model.jint, model.jfloat, model.armature, q, M)
+    st = crba_kernel(model.jint, model.jfloat, model.armature, q, M)
+    if st != OK:
+        _raise_status(model, st, q, None, None, "")
     return M
 
 
 def aba(model, q, v, tau, fext=None):
     """Forward dynamics q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext) (nv,) by the articulated-body algorithm."""
-    q, v, tau = model.check_q(q), model.check_v(v), model.check_v(tau, "tau")
+    q, v, tau = _vec(model, q, model.nq, "q"), _vec(model, v, model.nv, "v"), _vec(model, tau, model.nv, "tau")
     qdd = np.empty(model.nv)
-    aba_kernel(model.jint, model.jfloat, model.armature, model.gravity, q, v, tau, _fext(model, fext), qdd)
+    st = aba_kernel(model.jint, model.jfloat, model.armature, model.gravity, q, v, tau, _fext(model, fext), qdd)
+    if st != OK:
+        _raise_status(model, st, q, v, tau, "tau")
     return qdd
 
 

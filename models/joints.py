@@ -30,14 +30,21 @@ _JIT = dict(cache=True, inline="always")
 
 
 @njit(**_JIT)
+def _eye3(R):
+    for r in range(3):
+        for c in range(3):
+            R[r, c] = 1.0 if r == c else 0.0
+
+
+@njit(**_JIT)
 def joint_transform(jtype, axis, q, iq, R, p):
     """X_J(q): rotation R (3, 3) and translation p (3,) of the child frame in the joint frame."""
     if jtype == REVOLUTE:
         axis_angle_to_rot(axis, q[iq], R)
         p[:] = 0.0
     elif jtype == PRISMATIC:
-        R[:, :] = np.eye(3)
-        p[:] = axis * q[iq]
+        _eye3(R)
+        p[0] = axis[0] * q[iq]; p[1] = axis[1] * q[iq]; p[2] = axis[2] * q[iq]
     elif jtype == FREE:
         quat_to_rot(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], R)
         p[0] = q[iq]; p[1] = q[iq + 1]; p[2] = q[iq + 2]
@@ -46,22 +53,23 @@ def joint_transform(jtype, axis, q, iq, R, p):
         p[:] = 0.0
     elif jtype == PLANAR:
         c, s = q[iq + 2], q[iq + 3]
-        R[:, :] = np.eye(3)
+        _eye3(R)
         R[0, 0] = c; R[0, 1] = -s; R[1, 0] = s; R[1, 1] = c
         p[0] = q[iq]; p[1] = q[iq + 1]; p[2] = 0.0
     else:
-        R[:, :] = np.eye(3)
+        _eye3(R)
         p[:] = 0.0
 
 
 @njit(**_JIT)
-def joint_subspace_local(jtype, axis, k):
-    """Column k of the motion subspace S in the child body frame, as a 6-vector (lin, ang)."""
-    s = np.zeros(6)
+def joint_subspace_local_into(jtype, axis, k, s):
+    """Column k of the motion subspace S in the child body frame, written into s (6,) (lin, ang)."""
+    for r in range(6):
+        s[r] = 0.0
     if jtype == REVOLUTE:
-        s[3:] = axis
+        s[3] = axis[0]; s[4] = axis[1]; s[5] = axis[2]
     elif jtype == PRISMATIC:
-        s[:3] = axis
+        s[0] = axis[0]; s[1] = axis[1]; s[2] = axis[2]
     elif jtype == FREE:
         s[k] = 1.0
     elif jtype == SPHERICAL:
@@ -71,7 +79,6 @@ def joint_subspace_local(jtype, axis, k):
             s[k] = 1.0
         else:
             s[5] = 1.0
-    return s
 
 
 @njit(**_JIT)

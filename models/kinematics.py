@@ -6,7 +6,7 @@ Python functions at the bottom check inputs and orchestrate.
 import numpy as np
 from numba import njit
 
-from .joints import FREE, PLANAR, SPHERICAL, REVOLUTE, PRISMATIC, joint_integrate, joint_subspace_local, joint_transform
+from .joints import FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, joint_integrate, joint_subspace_local_into, joint_transform
 from .model import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
 from .spatial import inertia_to_world, motion_to_world, quat_to_rot, skew
 
@@ -21,18 +21,28 @@ def fk_kernel(jint, jfloat, q, oR, op):
     """
     RJ = np.empty((3, 3))
     pJ = np.empty(3)
+    Rp = np.empty((3, 3))
+    pp = np.empty(3)
     for i in range(jint.shape[0]):
         par, jt, iq = jint[i, 0], jint[i, 1], jint[i, 2]
-        Rt = jfloat[i, JF_R:JF_R + 9].reshape(3, 3)
+        Rt = jfloat[i, JF_R:JF_R + 9]
         pt = jfloat[i, JF_P:JF_P + 3]
         joint_transform(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], q, iq, RJ, pJ)
-        if par >= 0:
-            Rp = oR[par] @ Rt
-            op[i] = oR[par] @ (Rt @ pJ + pt) + op[par]
-        else:
-            Rp = Rt.copy()
-            op[i] = Rt @ pJ + pt
-        oR[i] = Rp @ RJ
+        # joint frame in world: (Rp, pp) = oM_parent · X_tree
+        for r in range(3):
+            for c in range(3):
+                if par >= 0:
+                    Rp[r, c] = oR[par, r, 0] * Rt[c] + oR[par, r, 1] * Rt[3 + c] + oR[par, r, 2] * Rt[6 + c]
+                else:
+                    Rp[r, c] = Rt[3 * r + c]
+            if par >= 0:
+                pp[r] = oR[par, r, 0] * pt[0] + oR[par, r, 1] * pt[1] + oR[par, r, 2] * pt[2] + op[par, r]
+            else:
+                pp[r] = pt[r]
+        for r in range(3):
+            op[i, r] = Rp[r, 0] * pJ[0] + Rp[r, 1] * pJ[1] + Rp[r, 2] * pJ[2] + pp[r]
+            for c in range(3):
+                oR[i, r, c] = Rp[r, 0] * RJ[0, c] + Rp[r, 1] * RJ[1, c] + Rp[r, 2] * RJ[2, c]
 
 
 @njit(**_JIT)
@@ -44,15 +54,28 @@ def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
     """
     fk_kernel(jint, jfloat, q, oR, op)
     col = np.empty(6)
+    s = np.empty(6)
+    c = np.empty(3)
+    Ic = np.empty((3, 3))
+    T = np.empty((3, 3))
     for i in range(jint.shape[0]):
         jt, iv, nvi = jint[i, 1], jint[i, 3], jint[i, 5]
-        axis = jfloat[i, JF_AXIS:JF_AXIS + 3]
+        R = oR[i]
         for k in range(nvi):
-            motion_to_world(oR[i], op[i], joint_subspace_local(jt, axis, k), col)
-            S[:, iv + k] = col
+            joint_subspace_local_into(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], k, s)
+            motion_to_world(R, op[i], s, col)
+            for r in range(6):
+                S[r, iv + k] = col[r]
         m = jfloat[i, JF_MASS]
-        c = oR[i] @ jfloat[i, JF_COM:JF_COM + 3] + op[i]
-        Ic = oR[i] @ jfloat[i, JF_INERTIA:JF_INERTIA + 9].reshape(3, 3) @ oR[i].T
+        cl = jfloat[i, JF_COM:JF_COM + 3]
+        Il = jfloat[i, JF_INERTIA:JF_INERTIA + 9]
+        for r in range(3):
+            c[r] = R[r, 0] * cl[0] + R[r, 1] * cl[1] + R[r, 2] * cl[2] + op[i, r]
+            for cc in range(3):
+                T[r, cc] = R[r, 0] * Il[cc] + R[r, 1] * Il[3 + cc] + R[r, 2] * Il[6 + cc]
+        for r in range(3):
+            for cc in range(3):
+                Ic[r, cc] = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
         inertia_to_world(m, c, Ic, H[i])
 
 
@@ -201,3 +224,35 @@ def body_jacobian(model, q, body, point=None):
 def point_jacobian(model, q, body, point):
     """(3, nv) Jacobian of the world linear velocity of a world `point` fixed on `body`."""
     return body_jacobian(model, q, body, point)[:3]
+
+
+@njit(**_JIT)
+def q_status_kernel(jint, q, tol):
+    """-1 if q is finite with unit quaternions / (cos, sin) pairs; -2 if not finite; else the
+    index of the first body whose rotation coordinates are not unit within `tol`."""
+    for k in range(q.shape[0]):
+        if not np.isfinite(q[k]):
+            return -2
+    for i in range(jint.shape[0]):
+        jt, iq = jint[i, 1], jint[i, 2]
+        if jt == FREE:
+            a = iq + 3
+            nrm = q[a] ** 2 + q[a + 1] ** 2 + q[a + 2] ** 2 + q[a + 3] ** 2
+        elif jt == SPHERICAL:
+            nrm = q[iq] ** 2 + q[iq + 1] ** 2 + q[iq + 2] ** 2 + q[iq + 3] ** 2
+        elif jt == PLANAR:
+            nrm = q[iq + 2] ** 2 + q[iq + 3] ** 2
+        else:
+            continue
+        if abs(np.sqrt(nrm) - 1.0) > tol:
+            return i
+    return -1
+
+
+@njit(**_JIT)
+def all_finite(x):
+    """True if every entry of the 1-D array x is finite."""
+    for k in range(x.shape[0]):
+        if not np.isfinite(x[k]):
+            return False
+    return True

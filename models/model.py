@@ -253,27 +253,28 @@ class Model:
     # ------------------------------------------------------------------ checks
     def check_q(self, q, name="q", unit_tol=1e-6):
         """q as a float array of shape (nq,), finite, with unit quaternions; ValueError otherwise."""
+        from .kinematics import q_status_kernel
         q = np.asarray(q, dtype=float)
         if q.shape != (self.nq,):
             raise ValueError(f"{name} has shape {q.shape}, expected ({self.nq},)")
-        if not np.all(np.isfinite(q)):
+        status = q_status_kernel(self.jint, q, unit_tol)
+        if status == -2:
             raise ValueError(f"{name} contains NaN or inf at indices {np.flatnonzero(~np.isfinite(q))[:10]}")
-        for i in np.flatnonzero((self.jtype == FREE) | (self.jtype == SPHERICAL) | (self.jtype == PLANAR)):
-            t, iq = self.jtype[i], self.idx_q[i]
+        if status >= 0:
+            t, iq = self.jtype[status], self.idx_q[status]
             sl = {FREE: slice(iq + 3, iq + 7), SPHERICAL: slice(iq, iq + 4), PLANAR: slice(iq + 2, iq + 4)}[t]
-            nrm = np.linalg.norm(q[sl])
-            if abs(nrm - 1.0) > unit_tol:
-                what = "(cos, sin)" if t == PLANAR else "quaternion"
-                raise ValueError(f"{name}: {what} of joint '{self._joint_name_of(i)}' (q[{sl.start}:{sl.stop}]) "
-                                 f"is not unit (norm {nrm:.9g})")
+            what = "(cos, sin)" if t == PLANAR else "quaternion"
+            raise ValueError(f"{name}: {what} of joint '{self._joint_name_of(status)}' (q[{sl.start}:{sl.stop}]) "
+                             f"is not unit (norm {np.linalg.norm(q[sl]):.9g})")
         return q
 
     def check_v(self, v, name="v"):
         """v as a float array of shape (nv,), finite; ValueError otherwise."""
+        from .kinematics import all_finite
         v = np.asarray(v, dtype=float)
         if v.shape != (self.nv,):
             raise ValueError(f"{name} has shape {v.shape}, expected ({self.nv},)")
-        if not np.all(np.isfinite(v)):
+        if not all_finite(v):
             raise ValueError(f"{name} contains NaN or inf at indices {np.flatnonzero(~np.isfinite(v))[:10]}")
         return v
 

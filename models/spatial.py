@@ -91,18 +91,26 @@ def motion_to_world(R, p, m_local, out):
 def inertia_to_world(m, c, Ic, out):
     """Spatial inertia about the world origin from mass m, world CoM c and world Ic (3, 3).
 
-    H = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]] (Featherstone Eq. 2.63, (lin, ang) ordering).
+    H = [[m 1, -m ĉ], [m ĉ, Ic - m ĉ ĉ]] (Featherstone Eq. 2.63, (lin, ang) ordering);
+    -ĉ ĉ = |c|² 1 - c cᵀ.
     """
-    C = skew(c)
+    cx, cy, cz = c[0], c[1], c[2]
+    cc = cx * cx + cy * cy + cz * cz
+    for r in range(6):
+        for s in range(6):
+            out[r, s] = 0.0
+    out[0, 0] = m; out[1, 1] = m; out[2, 2] = m
+    # -m ĉ in the top-right block, m ĉ bottom-left
+    out[0, 4] = m * cz; out[0, 5] = -m * cy
+    out[1, 3] = -m * cz; out[1, 5] = m * cx
+    out[2, 3] = m * cy; out[2, 4] = -m * cx
+    out[4, 0] = m * cz; out[5, 0] = -m * cy
+    out[3, 1] = -m * cz; out[5, 1] = m * cx
+    out[3, 2] = m * cy; out[4, 2] = -m * cx
     for r in range(3):
         for s in range(3):
-            out[r, s] = m if r == s else 0.0
-            out[r, 3 + s] = -m * C[r, s]
-            out[3 + r, s] = m * C[r, s]
-    CC = C @ C
-    for r in range(3):
-        for s in range(3):
-            out[3 + r, 3 + s] = Ic[r, s] - m * CC[r, s]
+            out[3 + r, 3 + s] = Ic[r, s] - m * c[r] * c[s]
+        out[3 + r, 3 + r] += m * cc
 
 
 @njit(**_JIT)

@@ -276,8 +276,11 @@ class WorldBuilder:
         if np.any(s <= 0) or not np.all(np.isfinite(s)):
             raise ValueError(f"'{name}': scale must be positive, got {scale}")
         mesh.apply_scale(s)
-        solid = mesh if mesh.is_watertight and mesh.volume > 0 else mesh.convex_hull
-        if solid.volume <= 1e-15:
+        try:
+            solid = mesh if mesh.is_watertight and mesh.volume > 0 else mesh.convex_hull
+        except Exception:  # qhull fails on flat or too-small point sets
+            solid = None
+        if solid is None or solid.volume <= 1e-15:
             raise ValueError(f"'{name}': mesh {path} encloses no volume (flat or degenerate)")
         c = solid.center_mass if com is None else com
         return self._add_shape(name, "mesh", np.zeros(0), mass,

@@ -299,6 +299,18 @@ class WorldBuilder:
         p = _vec(position, 3, f"'{name}' position")
         qu = _quat(quaternion, f"'{name}' quaternion")
         mat = self._material(friction, restitution, compliance)
+        snapshot = (len(self._mb.bodies), len(self._mb.collision_geometries), len(self._mb.visual_geometries),
+                    len(self._mb.mimic), len(self._static), len(self._visual_static), dict(self._mb.frames))
+        try:
+            return self._add_urdf(name, path, floating_base, p, qu, q, package_dirs, mat, mimic, group, mask)
+        except Exception:
+            nb, nc, nv, nm, ns, nvs, frames = snapshot   # leave the builder as it was
+            del self._mb.bodies[nb:], self._mb.collision_geometries[nc:], self._mb.visual_geometries[nv:]
+            del self._mb.mimic[nm:], self._static[ns:], self._visual_static[nvs:]
+            self._mb.frames = frames
+            raise
+
+    def _add_urdf(self, name, path, floating_base, p, qu, q, package_dirs, mat, mimic, group, mask):
         first = len(self._mb.bodies)
         ng_c, ng_v = len(self._mb.collision_geometries), len(self._mb.visual_geometries)
         models.load_urdf(path, floating_base=floating_base, package_dirs=package_dirs, mimic=mimic,

@@ -1,0 +1,286 @@
+"""`CollisionDetector`: cached collision state of a world, `detect(q)` into flat contact arrays.
+
+Pipeline per call (one numba kernel, then the library for what it does not handle):
+forward kinematics → geometry placements → AABBs (inflated by the margin) → broad phase
+(sweep and prune on x, planes tested against every AABB, a precomputed filter matrix) →
+narrow phase. With ``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box
+and box–box are solved by numba kernels; the other pairs (or all pairs with
+``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``) or
+python-fcl (collision or distance for the normal, then the patch is built here by
+clipping the two support features).
+
+Contact patches hold at most 4 points (deepest, farthest, largest triangle, largest quad).
+
+Combination rules of the two geometries' materials: friction ``sqrt(μ1 μ2)``, restitution
+``max(e1, e2)``, compliance ``c1 + c2`` (springs in series).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from models import FREE
+
+from . import kernels as K
+from .shapes import CollisionError, ShapeTable
+
+
+class Contacts:
+    """Contacts of one configuration as flat arrays (k points).
+
+    body1, body2 (k,) int: bodies (-1 = world); n points from body 2 into body 1.
+    geom1, geom2 (k,) int: geometry indices (into ``world.geometries``) of body 1 / body 2.
+    position (k, 3) m: world point midway between the two surfaces.
+    frame (k, 3, 3): world rotation, columns (t1, t2, n).
+    distance (k,) m: signed distance along n (negative = penetration).
+    friction, restitution, compliance (k,): combined material (see module docstring).
+    key (k,) int64: stable id of the contact point, ``(g2 * ng + g1) * 4 + slot`` with the
+    slot ranking the patch points by angle about the patch centre from a body-1-fixed axis.
+    """
+
+    __slots__ = ("body1", "body2", "geom1", "geom2", "position", "frame", "distance",
+                 "friction", "restitution", "compliance", "key")
+
+    def __init__(self, out_i, out_f):
+        k = out_i.shape[0]
+        self.body1 = out_i[:, 0].copy()
+        self.body2 = out_i[:, 1].copy()
+        self.geom1 = out_i[:, 2].copy()
+        self.geom2 = out_i[:, 3].copy()
+        self.key = out_i[:, 4].copy()
+        self.position = out_f[:, 0:3].copy()
+        self.frame = out_f[:, 3:12].reshape(k, 3, 3).copy()
+        self.distance = out_f[:, 12].copy()
+        self.friction = out_f[:, 13].copy()
+        self.restitution = out_f[:, 14].copy()
+        self.compliance = out_f[:, 15].copy()
+
+    @property
+    def normal(self):
+        """(k, 3) unit normals, from body 2 into body 1."""
+        return self.frame[:, :, 2]
+
+    def point1(self):
+        """(k, 3) witness points on the surface of body 1."""
+        return self.position + 0.5 * self.distance[:, None] * self.normal
+
+    def point2(self):
+        """(k, 3) witness points on the surface of body 2."""
+        return self.position - 0.5 * self.distance[:, None] * self.normal
+
+    def __len__(self):
+        return self.body1.shape[0]
+
+    def __repr__(self):
+        return f"Contacts(k={len(self)})"
+
+
+class CollisionDetector:
+    """Cached collision state of a world (or a `models.Model` with collision geometries).
+
+    backend: "coal" (default) or "fcl" (python-fcl) for the pairs not handled natively.
+    margin (m, ≥ 0): pairs closer than this are reported, with their positive distance.
+    native: solve plane/sphere/box pairs with the numba kernels (False: all pairs go to the
+        backend, used to compare the backends and as the benchmark baseline).
+    skip_adjacent: skip pairs of bodies joined by a (non-free) joint; a root body of a
+        fixed-base robot is then also not tested against that robot's own static geometry.
+    self_collision: test pairs of bodies of the same tree (robot); False skips them.
+    exclude: iterable of pairs of body names/indices or geometry names never tested.
+    patch_tolerance (m): points within this distance of the support plane form the patch.
+    Group/mask filter (MuJoCo's contype/conaffinity): a pair is tested if
+    ``(group1 & mask2) or (group2 & mask1)``. Static–static pairs are never tested.
+    """
+
+    def __init__(self, world, backend="coal", margin=0.0, native=True, skip_adjacent=True,
+                 self_collision=True, exclude=(), patch_tolerance=1e-3):
+        model = getattr(world, "model", world)
+        geoms = getattr(world, "geometries", None)
+        if geoms is None:
+            geoms = model.collision_geometries
+        if backend not in ("coal", "fcl"):
+            raise CollisionError(f"unknown collision backend {backend!r}; use 'coal' or 'fcl'")
+        margin = float(margin)
+        if not np.isfinite(margin) or margin < 0:
+            raise CollisionError(f"margin must be a finite number ≥ 0, got {margin}")
+        tol = float(patch_tolerance)
+        if not np.isfinite(tol) or tol < 0:
+            raise CollisionError(f"patch_tolerance must be ≥ 0, got {patch_tolerance}")
+        self.world, self.model = world, model
+        self.backend_name, self.margin, self.native, self.tol = backend, margin, bool(native), tol
+        self.shapes = S = ShapeTable(geoms)
+        ng = len(S)
+        for i in range(ng):
+            if S.body[i] >= model.nbodies or S.body[i] < -1:
+                raise CollisionError(f"geometry '{S.names[i]}' is attached to unknown body {S.body[i]}")
+        self.allow = self._filter(model, skip_adjacent, self_collision, exclude)
+        self.planes = np.flatnonzero(S.kind == K.PLANE).astype(np.int64)
+        self.others = np.flatnonzero(S.kind != K.PLANE).astype(np.int64)
+        nat = np.zeros((6, 6), dtype=np.uint8)
+        if self.native:
+            for k in range(6):
+                nat[K.PLANE, k] = nat[k, K.PLANE] = 1
+            nat[K.SPHERE, K.SPHERE] = nat[K.SPHERE, K.BOX] = nat[K.BOX, K.SPHERE] = nat[K.BOX, K.BOX] = 1
+        self.native_ok = nat
+        # free joints: quaternion slices for the unit check
+        free = np.flatnonzero(model.jtype == FREE) if model.nbodies else np.zeros(0, np.int64)
+        self._quat_idx = (model.idx_q[free][:, None] + np.arange(3, 7)[None, :]).astype(np.int64)
+        n = model.nbodies
+        self._oR, self._op = np.zeros((max(n, 1), 3, 3)), np.zeros((max(n, 1), 3))
+        self._gR, self._gp = np.zeros((ng, 3, 3)), np.zeros((ng, 3))
+        self._lo, self._hi = np.zeros((ng, 3)), np.zeros((ng, 3))
+        self._alloc_pairs(max(16, 4 * ng))
+        self._alloc_out(max(64, 8 * ng))
+        self.stats = dict(candidates=0, library_pairs=0, contacts=0)
+        self._backend = None
+        if backend == "coal":
+            from .backends import CoalBackend
+            self._backend = CoalBackend(S, margin, tol)
+        else:
+            from .backends import FclBackend
+            self._backend = FclBackend(S, margin, tol)
+
+    # ------------------------------------------------------------------ setup
+    def _alloc_pairs(self, cap):
+        self._pairs = np.zeros((cap, 2), dtype=np.int64)
+        self._lib = np.zeros(cap, dtype=np.int64)
+
+    def _alloc_out(self, cap):
+        self._out_i = np.zeros((cap, 5), dtype=np.int64)
+        self._out_f = np.zeros((cap, 16))
+
+    def _filter(self, model, skip_adjacent, self_collision, exclude):
+        S = self.shapes
+        ng = len(S)
+        body = S.body
+        static = body < 0
+        allow = np.ones((ng, ng), dtype=np.uint8)
+        np.fill_diagonal(allow, 0)
+        allow[np.ix_(static, static)] = 0
+        same = body[:, None] == body[None, :]
+        allow[same] = 0
+        gm = ((S.group[:, None] & S.mask[None, :]) != 0) | ((S.group[None, :] & S.mask[:, None]) != 0)
+        allow[~gm] = 0
+        parent = np.asarray(model.parent) if model.nbodies else np.zeros(0, np.int64)
+        jtype = np.asarray(model.jtype) if model.nbodies else np.zeros(0, np.int64)
+        # root of each body's tree (for self_collision and fixed-base roots)
+        root = np.arange(model.nbodies)
+        for i in range(model.nbodies):
+            if parent[i] >= 0:
+                root[i] = root[parent[i]]
+        if skip_adjacent and model.nbodies:
+            bi = np.where(body >= 0, body, 0)
+            par = np.where(body >= 0, parent[bi], -2)
+            jt = np.where(body >= 0, jtype[bi], FREE)
+            adj = (par[:, None] == body[None, :]) & (jt[:, None] != FREE) & (body[None, :] >= 0)
+            allow[adj | adj.T] = 0
+            # a fixed-base root link: skip the robot's own static geometry (same name prefix)
+            for i in np.flatnonzero((body >= 0) & (par == -1) & (jt != FREE)):
+                prefix = model.body_names[body[i]].split("/", 1)[0] + "/"
+                if "/" not in model.body_names[body[i]]:
+                    continue
+                for j in np.flatnonzero(static):
+                    if S.names[j].startswith(prefix):
+                        allow[i, j] = allow[j, i] = 0
+        if not self_collision and model.nbodies:
+            r = np.where(body >= 0, root[np.where(body >= 0, body, 0)], -1)
+            sametree = (r[:, None] == r[None, :]) & (r[:, None] >= 0)
+            allow[sametree] = 0
+        for pair in exclude:
+            try:
+                x, y = pair
+            except (TypeError, ValueError):
+                raise CollisionError(f"exclude entries must be pairs, got {pair!r}") from None
+            gx, gy = self._geoms_of(x), self._geoms_of(y)
+            allow[np.ix_(gx, gy)] = 0
+            allow[np.ix_(gy, gx)] = 0
+        return allow
+
+    def _geoms_of(self, x):
+        S = self.shapes
+        if isinstance(x, str) and x in S.names:
+            return np.array([S.names.index(x)])
+        try:
+            b = self.world.body_index(x) if hasattr(self.world, "body_index") else self.model.body_index(x)
+        except KeyError as e:
+            raise CollisionError(f"exclude: {x!r} is neither a geometry nor a body ({e})") from None
+        return np.flatnonzero(S.body == b)
+
+    # ------------------------------------------------------------------ queries
+    def _check_q(self, q):
+        q = np.asarray(q, dtype=float)
+        if q.shape != (self.model.nq,):
+            raise CollisionError(f"q has shape {q.shape}, expected ({self.model.nq},)")
+        if not np.all(np.isfinite(q)):
+            raise CollisionError("q contains NaN or inf")
+        if self._quat_idx.size:
+            nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
+            if np.any(np.abs(nrm - 1.0) > 1e-6):
+                raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
+        return q
+
+    def _run_kernel(self, q):
+        S = self.shapes
+        while True:
+            npairs, nlib, k = K.detect_kernel(
+                self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
+                S.cverts, S.coff, self.allow, self.planes, self.others, self.native_ok, self.margin,
+                self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
+                self._gp, self._lo, self._hi, self._pairs, self._lib, self._out_i, self._out_f)
+            if npairs > self._pairs.shape[0]:
+                self._alloc_pairs(2 * npairs)
+                continue
+            if k > self._out_i.shape[0]:
+                self._alloc_out(2 * k)
+                continue
+            return npairs, nlib, k
+
+    def detect(self, q):
+        """Contacts (`Contacts`) of the world at configuration q (nq,)."""
+        q = self._check_q(q)
+        npairs, nlib, k = self._run_kernel(q)
+        if nlib:
+            lib = self._pairs[self._lib[:nlib]]
+            while True:
+                k2 = self._backend.run(lib, self._gR, self._gp, self._out_i, self._out_f, k)
+                if k2 <= self._out_i.shape[0]:
+                    break
+                oi, of = self._out_i[:k].copy(), self._out_f[:k].copy()
+                self._alloc_out(2 * k2)
+                self._out_i[:k], self._out_f[:k] = oi, of
+            k = k2
+        self.stats["candidates"], self.stats["library_pairs"], self.stats["contacts"] = npairs, nlib, k
+        return Contacts(self._out_i[:k], self._out_f[:k])
+
+    def candidate_pairs(self, q):
+        """(p, 2) geometry index pairs (a < b) that pass the filter and the broad phase."""
+        q = self._check_q(q)
+        npairs, _, _ = self._run_kernel(q)
+        return self._pairs[:npairs].copy()
+
+    def geometry_placements(self, q):
+        """World placements of all geometries: (R (ng, 3, 3), p (ng, 3))."""
+        q = self._check_q(q)
+        self._run_kernel(q)
+        return self._gR.copy(), self._gp.copy()
+
+    def aabbs(self, q):
+        """World AABBs (lo, hi) (ng, 3) of the geometries (not inflated; planes infinite)."""
+        q = self._check_q(q)
+        self._run_kernel(q)
+        lo, hi = self._lo.copy(), self._hi.copy()
+        fin = np.isfinite(lo[:, 0])
+        lo[fin] += self.margin
+        hi[fin] -= self.margin
+        return lo, hi
+
+
+def detect(world, q, backend="coal", margin=0.0, **options):
+    """Contacts of `world` at configuration q (see `CollisionDetector` for the options).
+
+    Convenience over a `CollisionDetector` cached on the world per option set.
+    """
+    key = (backend, float(margin), tuple(sorted((k, repr(v)) for k, v in options.items())))
+    cache = world.__dict__.setdefault("_collision_detectors", {})
+    det = cache.get(key)
+    if det is None:
+        det = cache[key] = CollisionDetector(world, backend=backend, margin=margin, **options)
+    return det.detect(q)

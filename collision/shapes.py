@@ -1,0 +1,162 @@
+"""Collision shapes: validation of `models.Geometry` records, convex hulls of meshes, and
+the flat per-geometry arrays that the numba kernels read.
+
+Meshes collide through their convex hull (as MuJoCo does): a robot's link meshes are
+replaced by the hull of their vertices, computed once per (file, scale) and cached.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .kernels import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, PLANE, SPHERE
+
+
+class CollisionError(ValueError):
+    """Invalid collision input: shape sizes, mesh files, filter pairs, configurations."""
+
+
+_HULLS = {}
+
+
+def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
+    """Convex hull of a mesh file (STL, OBJ, DAE, ... via trimesh), scaled per axis.
+
+    Returns (vertices (nv, 3) m, triangles (nt, 3) int) of the hull in the mesh frame.
+    Raises FileNotFoundError for a missing file and CollisionError for a file that cannot
+    be read, has no vertices, or whose hull encloses no volume (flat, a single triangle,
+    collinear points), where a convex hull is needed.
+    """
+    what = f"geometry '{name}': " if name else ""
+    path = os.fspath(path)
+    s = np.broadcast_to(np.asarray(scale, dtype=float), (3,)).copy()
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise CollisionError(f"{what}mesh scale must be positive and finite, got {tuple(s)}")
+    key = (os.path.abspath(path), tuple(s))
+    if key in _HULLS:
+        return _HULLS[key]
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what}mesh file not found: {path}")
+    import trimesh
+    try:
+        mesh = trimesh.load(path, force="mesh")
+    except Exception as e:  # trimesh raises many exception types
+        raise CollisionError(f"{what}cannot read mesh {path}: {e}") from None
+    verts = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), dtype=float).reshape(-1, 3)
+    if len(verts) == 0:
+        raise CollisionError(f"{what}mesh {path} is empty (no vertices)")
+    verts = verts * s
+    ext = verts.max(0) - verts.min(0)
+    try:
+        hull = trimesh.convex.convex_hull(verts) if len(verts) >= 4 else None
+    except Exception:  # qhull fails on flat point sets
+        hull = None
+    size = float(np.max(ext))
+    if hull is None or not hull.is_watertight or hull.volume <= 1e-12 * max(size, 1e-300) ** 3:
+        closed = "watertight" if getattr(mesh, "is_watertight", False) else "non-watertight"
+        raise CollisionError(f"{what}mesh {path} ({closed}, {len(verts)} vertices) is flat or degenerate: "
+                             f"its convex hull encloses no volume, so it cannot be used as a collision "
+                             f"shape")
+    out = (np.ascontiguousarray(hull.vertices, dtype=float), np.ascontiguousarray(hull.faces, dtype=np.int64))
+    _HULLS[key] = out
+    return out
+
+
+def _positive(g, vals, what):
+    vals = np.asarray(vals, dtype=float)
+    if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+        raise CollisionError(f"geometry '{g.name}' ({g.kind}): {what} must be positive and finite, "
+                             f"got {tuple(np.atleast_1d(vals))}")
+    return vals
+
+
+class ShapeTable:
+    """Flat arrays describing every collision geometry (index = position in the list).
+
+    kind (ng,) int, body (ng,) int, size (ng, 4) (see kernels), Rl (ng, 3, 3) and pl (ng, 3)
+    local placements, lc/le (ng, 3) local AABB center and half extents, cverts (NV, 3) with
+    coff (ng+1,) offsets for convex hulls (ctris: list of hull triangles), friction,
+    restitution, compliance (ng,), group, mask (ng,) uint32.
+    """
+
+    def __init__(self, geometries):
+        ng = len(geometries)
+        self.geometries = list(geometries)
+        self.names = [g.name for g in geometries]
+        self.kind = np.zeros(ng, dtype=np.int64)
+        self.body = np.zeros(ng, dtype=np.int64)
+        self.size = np.zeros((ng, 4))
+        self.Rl = np.zeros((ng, 3, 3))
+        self.pl = np.zeros((ng, 3))
+        self.lc = np.zeros((ng, 3))
+        self.le = np.zeros((ng, 3))
+        self.friction = np.zeros(ng)
+        self.restitution = np.zeros(ng)
+        self.compliance = np.zeros(ng)
+        self.group = np.zeros(ng, dtype=np.uint64)
+        self.mask = np.zeros(ng, dtype=np.uint64)
+        self.ctris = [None] * ng
+        cv = []
+        self.coff = np.zeros(ng + 1, dtype=np.int64)
+        for i, g in enumerate(geometries):
+            if g.kind not in KIND_CODES:
+                raise CollisionError(f"geometry '{g.name}': unknown kind '{g.kind}'; expected one of "
+                                     f"{sorted(KIND_CODES)}")
+            k = KIND_CODES[g.kind]
+            self.kind[i] = k
+            self.body[i] = int(g.body)
+            R = np.asarray(g.rotation, dtype=float)
+            p = np.asarray(g.translation, dtype=float)
+            if R.shape != (3, 3) or not np.allclose(R @ R.T, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+                raise CollisionError(f"geometry '{g.name}': rotation is not a rotation matrix")
+            if p.shape != (3,) or not np.all(np.isfinite(p)):
+                raise CollisionError(f"geometry '{g.name}': translation must be 3 finite numbers")
+            self.Rl[i], self.pl[i] = R, p
+            verts = np.zeros((0, 3))
+            size = np.asarray(g.size, dtype=float).reshape(-1)
+            if k == BOX:
+                if size.shape != (3,):
+                    raise CollisionError(f"geometry '{g.name}': a box needs 3 half extents, got {size}")
+                h = _positive(g, size, "half extents")
+                self.size[i, :3] = h
+                self.le[i] = h
+            elif k == SPHERE:
+                if size.shape[0] < 1:
+                    raise CollisionError(f"geometry '{g.name}': a sphere needs a radius")
+                r = _positive(g, size[:1], "radius")[0]
+                self.size[i, 0] = r
+                self.le[i] = r
+            elif k in (CAPSULE, CYLINDER):
+                if size.shape[0] < 2:
+                    raise CollisionError(f"geometry '{g.name}': a {g.kind} needs (radius, length)")
+                r, L = _positive(g, size[:2], "radius and length")
+                self.size[i, :2] = r, 0.5 * L
+                self.le[i] = (r, r, 0.5 * L + (r if k == CAPSULE else 0.0))
+            elif k == CONVEX:
+                if not g.mesh:
+                    raise CollisionError(f"geometry '{g.name}': mesh geometry without a mesh file")
+                verts, tris = load_convex_mesh(g.mesh, g.scale, g.name)
+                self.ctris[i] = tris
+                lo, hi = verts.min(0), verts.max(0)
+                self.lc[i], self.le[i] = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            else:  # plane
+                self.le[i] = np.inf
+            cv.append(verts)
+            self.coff[i + 1] = self.coff[i] + len(verts)
+            for attr in ("friction", "restitution", "compliance"):
+                val = float(getattr(g, attr))
+                if not np.isfinite(val) or val < 0:
+                    raise CollisionError(f"geometry '{g.name}': {attr} must be ≥ 0, got {val}")
+                getattr(self, attr)[i] = val
+            self.group[i] = int(g.group) & 0xFFFFFFFF
+            self.mask[i] = int(g.mask) & 0xFFFFFFFF
+        self.cverts = np.ascontiguousarray(np.concatenate(cv) if cv else np.zeros((0, 3)))
+        if self.cverts.shape[0] == 0:
+            self.cverts = np.zeros((1, 3))  # numba needs a non-empty typed array
+
+    def __len__(self):
+        return len(self.kind)
+
+    def convex_vertices(self, i):
+        return self.cverts[self.coff[i]:self.coff[i + 1]]

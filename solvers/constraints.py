@@ -1,0 +1,385 @@
+"""Constraints and their compiled, flat form (paper 000, Eq. 5c–5d).
+
+User-facing records (re-exported by `simstep`):
+
+- `Contact(body1, body2, position, frame, friction)`: 3 rows. `frame` is a world rotation
+  with columns (t1, t2, n); n points from body 2 into body 1. Rows: Rᵀ (v₁(p) − v₂(p)), the
+  velocity of body 1 relative to body 2 at the world point p, in contact axes. λ acts on
+  body 1 (force R λ at p) and −λ on body 2.
+- `ContactSet(body1, body2, position, frame, friction)`: k contacts given as arrays
+  (k,), (k,), (k, 3), (k, 3, 3), (k,) — the same rows as k `Contact`s, built without a Python
+  object per contact (what the simulator passes each step).
+- `LoopClosure(body1, placement1, body2, placement2, kind="point" | "weld")`: placement =
+  (position (3,), rotation (3, 3)) in each body's local frame; anchor i is the frame
+  Fᵢ = body i ∘ placement i. "point": 3 rows, Rᶠ¹ᵀ (v₁(p₁) − v₂(p₂)), the relative velocity
+  of the two anchor points in the axes of anchor frame 1 (Pinocchio's LOCAL convention for a
+  point constraint). "weld": 6 rows, the relative twist of body 1 with respect to body 2 at
+  p₁ in the axes of frame 1: (Rᶠ¹ᵀ (v₁(p₁) − v₂(p₁)), Rᶠ¹ᵀ (ω₁ − ω₂)).
+- `JointLimit(joint, side)`: 1 row per dof, row = s q̇ (s = +1 for "lower", −1 for "upper"),
+  so a non-negative impulse pushes the joint away from its limit.
+- `JointFriction(joint, max_torque)`: 1 row per dof, row = q̇ (|λ| ≤ max_torque · dt is the
+  solver's business).
+
+Bodies are names or indices (-1 / "world" is the world); merged URDF links resolve to their
+body with the fixed placement applied to local placements. World-given contact points need
+no offset.
+
+`ConstraintSet(model, constraints)` resolves names once and keeps flat arrays; at each q,
+`rows_kernel` turns them into the link-level constraint rows of Eq. (5c): every row r has
+up to two links (la[r], lb[r]) with spatial row vectors kA[r], kB[r] (world frame, about the
+world origin, so a row of a point velocity along t at p is (t, p × t) and of an angular
+velocity along t is (0, t)); joint-level rows (Eq. 5d) have dof[r] ≥ 0 and sign sg[r]:
+    (J v)_r = kA[r] · V[la[r]] + kB[r] · V[lb[r]]          (link rows, V = body spatial velocities)
+    (J v)_r = sg[r] v[dof[r]]                                (joint rows)
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# constraint block kinds (cb_kind)
+CONTACT, POINT, WELD, JOINT_LIMIT, JOINT_FRICTION = 0, 1, 2, 3, 4
+KIND_NAMES = ("contact", "point", "weld", "joint_limit", "joint_friction")
+
+
+def _body(model, body):
+    """(index, R, p) of a body/merged link given by name or index."""
+    if isinstance(body, (int, np.integer)):
+        return model.body_index(int(body)), np.eye(3), np.zeros(3)
+    if body == "world":
+        return -1, np.eye(3), np.zeros(3)
+    return model.body_placement_offset(body)
+
+
+def _vec3(x, what):
+    a = np.asarray(x, dtype=float).reshape(-1)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} must be 3 finite numbers, got {x!r}")
+    return a
+
+
+def _rot(R, what):
+    R = np.asarray(R, dtype=float)
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)):
+        raise ValueError(f"{what} must be a finite 3x3 matrix")
+    if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+        raise ValueError(f"{what} is not a rotation matrix (columns must be orthonormal, det +1)")
+    return R
+
+
+class Contact:
+    """Point contact between body1 and body2 (3 rows, see module doc)."""
+    nrows = 3
+    kind = "contact"
+
+    def __init__(self, body1, body2, position, frame=None, friction=0.5):
+        self.body1, self.body2 = body1, body2
+        self.position = _vec3(position, "contact position")
+        self.frame = np.eye(3) if frame is None else _rot(frame, "contact frame")
+        self.friction = float(friction)
+        if not (np.isfinite(self.friction) and self.friction >= 0):
+            raise ValueError(f"friction must be >= 0, got {friction}")
+
+    def __repr__(self):
+        return f"Contact({self.body1!r}, {self.body2!r}, position={self.position.tolist()}, mu={self.friction})"
+
+
+class ContactSet:
+    """k point contacts as arrays (no Python object per contact); 3k rows, contact order."""
+    kind = "contact_set"
+
+    def __init__(self, body1, body2, position, frame, friction=0.5):
+        self.body1 = np.atleast_1d(np.asarray(body1))
+        self.body2 = np.atleast_1d(np.asarray(body2))
+        k = self.body1.shape[0]
+        self.position = np.asarray(position, dtype=float).reshape(k, 3)
+        self.frame = np.asarray(frame, dtype=float).reshape(k, 3, 3)
+        self.friction = np.broadcast_to(np.asarray(friction, dtype=float), (k,)).copy()
+        if self.body2.shape != (k,):
+            raise ValueError("body1 and body2 must have the same length")
+        if not (np.all(np.isfinite(self.position)) and np.all(np.isfinite(self.frame))):
+            raise ValueError("contact positions and frames must be finite")
+        RtR = np.einsum("kji,kjl->kil", self.frame, self.frame)
+        if k and (np.abs(RtR - np.eye(3)).max() > 1e-6 or np.linalg.det(self.frame).min() < 0):
+            raise ValueError("contact frames must be rotation matrices (columns t1, t2, n)")
+        if np.any(~(self.friction >= 0)):
+            raise ValueError("friction coefficients must be >= 0")
+        self.nrows = 3 * k
+
+    def __len__(self):
+        return self.body1.shape[0]
+
+
+class LoopClosure:
+    """Loop closure between anchor frames on two bodies: "point" (3 rows) or "weld" (6 rows)."""
+
+    def __init__(self, body1, placement1, body2, placement2, kind="point"):
+        if kind not in ("point", "weld"):
+            raise ValueError(f"LoopClosure kind must be 'point' or 'weld', got {kind!r}")
+        self.body1, self.body2, self.kind = body1, body2, kind
+        self.placement1 = self._placement(placement1)
+        self.placement2 = self._placement(placement2)
+        self.nrows = 3 if kind == "point" else 6
+
+    @staticmethod
+    def _placement(pl):
+        if pl is None:
+            return np.zeros(3), np.eye(3)
+        p, R = pl
+        return _vec3(p, "placement position"), (np.eye(3) if R is None else _rot(R, "placement rotation"))
+
+    def __repr__(self):
+        return f"LoopClosure({self.body1!r}, {self.body2!r}, kind={self.kind!r})"
+
+
+class JointLimit:
+    """Unilateral joint limit: 1 row per dof of `joint`, row = s q̇ with s = +1 ("lower"), −1 ("upper")."""
+    kind = "joint_limit"
+
+    def __init__(self, joint, side="lower"):
+        if side not in ("lower", "upper"):
+            raise ValueError(f"JointLimit side must be 'lower' or 'upper', got {side!r}")
+        self.joint, self.side = joint, side
+        self.sign = 1.0 if side == "lower" else -1.0
+
+
+class JointFriction:
+    """Dry joint friction: 1 row per dof of `joint`, row = q̇, |τ| ≤ max_torque."""
+    kind = "joint_friction"
+
+    def __init__(self, joint, max_torque):
+        self.joint = joint
+        self.max_torque = float(max_torque)
+        if not (np.isfinite(self.max_torque) and self.max_torque >= 0):
+            raise ValueError(f"max_torque must be >= 0, got {max_torque}")
+
+
+def _joint_dofs(model, joint):
+    if isinstance(joint, (int, np.integer)):
+        b = int(joint)
+        if not 0 <= b < model.nbodies or model.nvs[b] == 0:
+            raise KeyError(f"body index {joint} has no joint dofs")
+    else:
+        b = model.joint_body(joint)
+    iv, nvi = int(model.idx_v[b]), int(model.nvs[b])
+    return np.arange(iv, iv + nvi)
+
+
+class ConstraintSet:
+    """Constraints resolved against a model into flat arrays (the same for every q).
+
+    Per constraint block c (in the given order): cb_kind[c], cb_row[c] (first row),
+    cb_nrows[c], cb_body[c] = (body1, body2) (-1 world), cb_f[c] (24,) parameters:
+    contact (p (3), R row-major (9)); loops (r₁ (3), R₁ (9), r₂ (3), R₂ (9)) local placements.
+    Per row: dof (-1 for link rows), sg (sign of joint rows), row_block.
+    Also: `mu` (ncontacts,) friction of each contact and `contact_row` (ncontacts,) its first
+    row (rows t1, t2, n); `joint_friction_max` (m,) (nan except joint-friction rows);
+    `row_kind` (m,) the block kind of each row.
+    """
+
+    def __init__(self, model, constraints):
+        self.model = model
+        if isinstance(constraints, (Contact, ContactSet, LoopClosure, JointLimit, JointFriction)):
+            constraints = [constraints]
+        self.constraints = list(constraints)
+        kinds, rows, nrows, bodies, fpar, dofs, sgs = [], [], [], [], [], [], []
+        mus, crow, jfmax = [], [], []
+        m = 0
+        for c in self.constraints:
+            if isinstance(c, ContactSet):
+                k = len(c)
+                b1 = self._resolve_many(model, c.body1)
+                b2 = self._resolve_many(model, c.body2)
+                kinds.append(np.full(k, CONTACT))
+                rows.append(m + 3 * np.arange(k))
+                nrows.append(np.full(k, 3))
+                bodies.append(np.stack([b1, b2], 1))
+                f = np.zeros((k, 24))
+                f[:, :3] = c.position
+                f[:, 3:12] = c.frame.reshape(k, 9)
+                fpar.append(f)
+                dofs.append(np.full(3 * k, -1))
+                sgs.append(np.zeros(3 * k))
+                mus.append(c.friction)
+                crow.append(m + 3 * np.arange(k))
+                jfmax.append(np.full(3 * k, np.nan))
+                m += 3 * k
+                continue
+            f = np.zeros((1, 24))
+            if isinstance(c, Contact):
+                b1, b2 = _body(model, c.body1)[0], _body(model, c.body2)[0]
+                kind, nr = CONTACT, 3
+                f[0, :3], f[0, 3:12] = c.position, c.frame.reshape(9)
+                mus.append([c.friction])
+                crow.append([m])
+                dofs.append(np.full(3, -1)); sgs.append(np.zeros(3)); jfmax.append(np.full(3, np.nan))
+            elif isinstance(c, LoopClosure):
+                b1, R1, p1 = _body(model, c.body1)
+                b2, R2, p2 = _body(model, c.body2)
+                kind, nr = (POINT, 3) if c.kind == "point" else (WELD, 6)
+                r1, Q1 = c.placement1
+                r2, Q2 = c.placement2
+                f[0, 0:3], f[0, 3:12] = R1 @ r1 + p1, (R1 @ Q1).reshape(9)
+                f[0, 12:15], f[0, 15:24] = R2 @ r2 + p2, (R2 @ Q2).reshape(9)
+                dofs.append(np.full(nr, -1)); sgs.append(np.zeros(nr)); jfmax.append(np.full(nr, np.nan))
+            elif isinstance(c, (JointLimit, JointFriction)):
+                d = _joint_dofs(model, c.joint)
+                nr = len(d)
+                b1, b2 = -1, -1
+                if isinstance(c, JointLimit):
+                    kind = JOINT_LIMIT
+                    sgs.append(np.full(nr, c.sign)); jfmax.append(np.full(nr, np.nan))
+                else:
+                    kind = JOINT_FRICTION
+                    sgs.append(np.ones(nr)); jfmax.append(np.full(nr, c.max_torque))
+                dofs.append(d)
+            else:
+                raise TypeError(f"unknown constraint {c!r}")
+            kinds.append([kind]); rows.append([m]); nrows.append([nr])
+            bodies.append(np.array([[b1, b2]])); fpar.append(f)
+            m += nr
+        cat = lambda L, dt, shape: (np.concatenate([np.asarray(x, dtype=dt).reshape((-1,) + shape) for x in L])
+                                    if L else np.zeros((0,) + shape, dt))
+        self.m = m
+        self.cb_kind = cat(kinds, np.int64, ())
+        self.cb_row = cat(rows, np.int64, ())
+        self.cb_nrows = cat(nrows, np.int64, ())
+        self.cb_body = cat(bodies, np.int64, (2,))
+        self.cb_f = cat(fpar, np.float64, (24,))
+        self.dof = cat(dofs, np.int64, ())
+        self.sg = cat(sgs, np.float64, ())
+        self.mu = cat(mus, np.float64, ())
+        self.contact_row = cat(crow, np.int64, ())
+        self.joint_friction_max = cat(jfmax, np.float64, ())
+        self.row_block = np.repeat(np.arange(len(self.cb_kind)), self.cb_nrows) if m else np.zeros(0, np.int64)
+        self.row_kind = self.cb_kind[self.row_block] if m else np.zeros(0, np.int64)
+        self._graph_key = None
+
+    @staticmethod
+    def _resolve_many(model, b):
+        if b.dtype.kind in "iu":
+            return ConstraintSet._check_idx(model, b)
+        return np.array([_body(model, x)[0] for x in b], dtype=np.int64)
+
+    @staticmethod
+    def _check_idx(model, b):
+        b = np.asarray(b, dtype=np.int64)
+        if b.size and (b.min() < -1 or b.max() >= model.nbodies):
+            raise KeyError(f"body indices must be in [-1, {model.nbodies})")
+        return b
+
+    @property
+    def ncontacts(self):
+        return int(self.mu.shape[0])
+
+    def coupling_pairs(self):
+        """Unique unordered pairs (a, b), a < b, of distinct moving bodies coupled by a constraint
+        (the edges that LCABA adds to the spanning tree); (k, 2) int64."""
+        b = self.cb_body
+        if b.shape[0] == 0:
+            return np.zeros((0, 2), np.int64)
+        ok = (b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1])
+        p = np.sort(b[ok], axis=1)
+        return np.unique(p, axis=0) if p.shape[0] else np.zeros((0, 2), np.int64)
+
+    def graph_key(self):
+        """Hashable key of the constraint graph (the coupling pairs): the elimination order cache key."""
+        if self._graph_key is None:
+            self._graph_key = (self.model.nbodies, self.coupling_pairs().tobytes())
+        return self._graph_key
+
+    def __len__(self):
+        return len(self.cb_kind)
+
+
+def as_constraint_set(model, constraints):
+    if isinstance(constraints, ConstraintSet):
+        if constraints.model is not model:
+            raise ValueError("ConstraintSet was built for another model")
+        return constraints
+    return ConstraintSet(model, constraints)
+
+
+@njit(cache=True)
+def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB):
+    """Link-level constraint rows K of paper 000 Eq. (5c) at the current placements oR, op.
+
+    A velocity row along the world direction t of a point p on a link is k = (t, p × t) (the
+    spatial force of a unit force along t at p, so kᵀ V = t · (v_O + ω × p)); an angular row is
+    (0, t). Rows of body 2 carry the opposite sign. If both sides are the same link their rows
+    are summed on that link; the world side (-1) is dropped. Joint rows are left to `dof`/`sg`.
+    """
+    nb = cb_kind.shape[0]
+    for c in range(nb):
+        kind, r0, nr = cb_kind[c], cb_row[c], cb_nrows[c]
+        b1, b2 = cb_body[c, 0], cb_body[c, 1]
+        f = cb_f[c]
+        if kind >= 3:  # joint rows
+            for r in range(r0, r0 + nr):
+                la[r] = -1
+                lb[r] = -1
+                kA[r, :] = 0.0
+                kB[r, :] = 0.0
+            continue
+        R = np.empty((3, 3))
+        p1 = np.empty(3)
+        p2 = np.empty(3)
+        if kind == 0:
+            for i in range(3):
+                p1[i] = f[i]
+                p2[i] = f[i]
+                for j in range(3):
+                    R[i, j] = f[3 + 3 * i + j]
+        else:
+            # anchor 1 and 2 in the world: p = oR r + op, R₁ = oR Q₁
+            for i in range(3):
+                s1 = 0.0
+                s2 = 0.0
+                for j in range(3):
+                    if b1 >= 0:
+                        s1 += oR[b1, i, j] * f[j]
+                    if b2 >= 0:
+                        s2 += oR[b2, i, j] * f[12 + j]
+                p1[i] = s1 + op[b1, i] if b1 >= 0 else f[i]
+                p2[i] = s2 + op[b2, i] if b2 >= 0 else f[12 + i]
+                for j in range(3):
+                    if b1 >= 0:
+                        s = 0.0
+                        for k in range(3):
+                            s += oR[b1, i, k] * f[3 + 3 * k + j]
+                        R[i, j] = s
+                    else:
+                        R[i, j] = f[3 + 3 * i + j]
+            if kind == 2:
+                for i in range(3):
+                    p2[i] = p1[i]
+        for r in range(nr):
+            row = r0 + r
+            t0, t1, t2 = R[0, r % 3], R[1, r % 3], R[2, r % 3]
+            if r < 3:
+                a = np.array((t0, t1, t2, p1[1] * t2 - p1[2] * t1, p1[2] * t0 - p1[0] * t2, p1[0] * t1 - p1[1] * t0))
+                b = -np.array((t0, t1, t2, p2[1] * t2 - p2[2] * t1, p2[2] * t0 - p2[0] * t2, p2[0] * t1 - p2[1] * t0))
+            else:
+                a = np.array((0.0, 0.0, 0.0, t0, t1, t2))
+                b = -a
+            if b1 >= 0 and b1 == b2:
+                la[row] = b1
+                lb[row] = -1
+                kA[row, :] = a + b
+                kB[row, :] = 0.0
+            elif b1 >= 0:
+                la[row] = b1
+                lb[row] = b2
+                kA[row, :] = a
+                if b2 >= 0:
+                    kB[row, :] = b
+                else:
+                    kB[row, :] = 0.0
+            else:
+                la[row] = b2
+                lb[row] = -1
+                if b2 >= 0:
+                    kA[row, :] = b
+                else:
+                    kA[row, :] = 0.0
+                kB[row, :] = 0.0

@@ -1,0 +1,184 @@
+"""Elimination ordering of the link graph for LCABA (paper 000 Alg. 4, the ordering 𝒮ᴱ).
+
+Nodes are links; edges are the spanning-tree joints plus coupling blocks from constraints
+between two moving links. Eliminating link i (its joint acceleration q̈ᵢ, with
+aᵢ = a_λ(i) + Sᵢ q̈ᵢ) couples all its remaining neighbours 𝒩ᵢ ∪ {λ(i)} (fill-in, Alg. 4
+lines 17–21). A link can be eliminated once all its tree children are (its parent must still
+be a variable). Among the links that can be eliminated we pick one of minimum current degree
+(minimum-degree heuristic on the link graph): on a tree with unary constraints this is the
+plain leaves-first ABA order with no fill-in; on a pile of free boxes it is a sparse block
+Cholesky of 6×6 blocks in a minimum-degree order.
+
+The result depends only on the model's tree and the set of coupled pairs, so it is cached by
+(model, pairs). Everything the numeric kernels need is returned as flat int64 arrays.
+"""
+from __future__ import annotations
+
+import heapq
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Elimination:
+    """Flat description of the block elimination (sizes: n steps, E neighbour entries, P pairs).
+
+    order (n,): link eliminated at each step; par (n,): its tree parent (-1 world).
+    nb_ptr (n+1,), nb_node (E,): neighbour list 𝒩ᵢ ∪ {λ(i)} of each step, the parent first
+    when it is a link; nb_slot (E,): slot of the coupling block H_{i,k} (-1: none);
+    nb_tr (E,): 1 if that slot stores H_{k,i} (so H_{i,k} is its transpose).
+    pair_ptr (n+1,), pair_slot (P,), pair_tr (P,): for each step, the targets of the Schur
+    complement updates of the pairs (e1 < e2) of its neighbour entries, in row-major order;
+    pair_tr = 1 means the slot stores H_{l,k} for the pair (k, l) = (nb e1, nb e2).
+    nslots: number of off-diagonal 6×6 blocks (initial couplings first, in the order of
+    the sorted `pairs`, then fill-in). slot_pair (nslots, 2): (k, l), k < l; a slot
+    stores the block B with energy term a_kᵀ B a_l.
+    """
+    order: np.ndarray
+    par: np.ndarray
+    nb_ptr: np.ndarray
+    nb_node: np.ndarray
+    nb_slot: np.ndarray
+    nb_tr: np.ndarray
+    pair_ptr: np.ndarray
+    pair_slot: np.ndarray
+    pair_tr: np.ndarray
+    nslots: int
+    ninit: int
+    slot_pair: np.ndarray
+    fill: int
+
+    def nbytes(self):
+        return sum(getattr(self, k).nbytes for k in ("order", "par", "nb_ptr", "nb_node", "nb_slot", "nb_tr",
+                                                     "pair_ptr", "pair_slot", "pair_tr", "slot_pair"))
+
+
+def elimination_order(parent, nvs, pairs):
+    """Minimum-degree elimination respecting the tree (children before parents).
+
+    parent (n,), nvs (n,) dofs per link, pairs (k, 2) sorted unique coupled pairs (a < b).
+    Returns an `Elimination`.
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    n = parent.shape[0]
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if pairs.shape[0] == 0:
+        return _tree_order(parent)
+    adj = [set() for _ in range(n)]
+    slot = {}
+    for a, b in pairs.tolist():
+        adj[a].add(b)
+        adj[b].add(a)
+        slot[(a, b)] = len(slot)
+    ninit = len(slot)
+    nchild = np.zeros(n, np.int64)
+    for i in range(n):
+        if parent[i] >= 0:
+            nchild[parent[i]] += 1
+    par = parent.tolist()
+    nvl = np.asarray(nvs).tolist()
+
+    def degree(i):
+        p = par[i]
+        return len(adj[i]) + (1 if p >= 0 and p not in adj[i] else 0)
+
+    heap = [(degree(i), -i, i) for i in range(n) if nchild[i] == 0]
+    heapq.heapify(heap)
+    done = [False] * n
+    order, nb_ptr, nb_node, nb_slot, nb_tr = [], [0], [], [], []
+    pair_ptr, pair_slot, pair_tr = [0], [], []
+
+    def get_slot(k, l):
+        key = (k, l) if k < l else (l, k)
+        s = slot.get(key)
+        if s is None:
+            s = slot[key] = len(slot)
+        return s
+
+    while heap:
+        d, _, i = heapq.heappop(heap)
+        if done[i]:
+            continue
+        if d != degree(i):
+            heapq.heappush(heap, (degree(i), -i, i))
+            continue
+        done[i] = True
+        order.append(i)
+        p = par[i]
+        nbrs = sorted(adj[i] - {p})
+        full = ([p] if p >= 0 else []) + nbrs
+        for k in full:
+            if k in adj[i]:
+                nb_slot.append(slot[(i, k) if i < k else (k, i)])
+                nb_tr.append(1 if k < i else 0)
+            else:
+                nb_slot.append(-1)
+                nb_tr.append(0)
+            nb_node.append(k)
+        nb_ptr.append(len(nb_node))
+        for k in adj[i]:
+            adj[k].discard(i)
+        # fill-in: a fixed link (no dofs) only hands its couplings to its parent
+        if nvl[i] == 0:
+            if p >= 0:
+                targets = [(0, e) for e in range(1, len(full))]
+            else:
+                targets = []
+        else:
+            targets = [(e1, e2) for e1 in range(len(full)) for e2 in range(e1 + 1, len(full))]
+        for e1, e2 in targets:
+            k, l = full[e1], full[e2]
+            s = get_slot(k, l)
+            pair_slot.append(s)
+            pair_tr.append(1 if k > l else 0)
+            if l not in adj[k]:
+                adj[k].add(l)
+                adj[l].add(k)
+        if nvl[i] == 0 and p >= 0:
+            pass
+        pair_ptr.append(len(pair_slot))
+        adj[i] = set()
+        for k in full:
+            if not done[k] and nchild[k] == 0:
+                heapq.heappush(heap, (degree(k), -k, k))
+        if p >= 0:
+            nchild[p] -= 1
+            if nchild[p] == 0:
+                heapq.heappush(heap, (degree(p), -p, p))
+    assert len(order) == n
+    slot_pair = np.zeros((len(slot), 2), np.int64)
+    for (a, b), s in slot.items():
+        slot_pair[s] = (a, b)
+    A = lambda x: np.asarray(x, dtype=np.int64)
+    return Elimination(A(order), parent[A(order)] if n else A([]), A(nb_ptr), A(nb_node), A(nb_slot), A(nb_tr),
+                       A(pair_ptr), A(pair_slot), A(pair_tr), len(slot), ninit, slot_pair, len(slot) - ninit)
+
+
+def _tree_order(parent):
+    """No couplings: reverse topological order (plain ABA), one neighbour entry (the parent)."""
+    n = parent.shape[0]
+    order = np.arange(n - 1, -1, -1, dtype=np.int64)
+    par = parent[order]
+    has = (par >= 0).astype(np.int64)
+    nb_ptr = np.concatenate(([0], np.cumsum(has))).astype(np.int64)
+    nb_node = par[par >= 0].astype(np.int64)
+    z = np.zeros(nb_node.shape[0], np.int64)
+    return Elimination(order, par, nb_ptr, nb_node, z - 1, z.copy(), np.zeros(n + 1, np.int64),
+                       np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, np.zeros((0, 2), np.int64), 0)
+
+
+_CACHE = weakref.WeakKeyDictionary()   # model -> {pairs bytes: Elimination}
+_CACHE_MAX = 256
+
+
+def cached_elimination(model, key_bytes, pairs):
+    """`elimination_order` for this model and coupling pairs, cached per constraint graph."""
+    per = _CACHE.setdefault(model, {})
+    el = per.get(key_bytes)
+    if el is None:
+        if len(per) >= _CACHE_MAX:
+            per.pop(next(iter(per)))
+        el = per[key_bytes] = elimination_order(model.parent, model.nvs, pairs)
+    return el

@@ -1,1 +1,7 @@
-"""viewer package (in progress)."""
+"""Meshcat viewer: live view of a simulation, animated playback, self-contained HTML export."""
+from .meshcat_viewer import MeshcatViewer, as_trajectory, contact_arrows, export_html
+from .scene import MESH_FORMATS, MeshError, load_mesh
+from .transport import ViewerConnectionError
+
+__all__ = ["MeshcatViewer", "export_html", "as_trajectory", "contact_arrows", "MeshError", "load_mesh",
+           "MESH_FORMATS", "ViewerConnectionError"]

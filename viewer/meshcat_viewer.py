@@ -1,0 +1,597 @@
+"""`MeshcatViewer`: live view, animated playback and self-contained HTML export of a `World`."""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import models
+from simstep import matrix_to_quat
+
+from .scene import (SceneRecord, arrow_object, geometry_objects, load_mesh, point_object,
+                    set_object_bytes, set_property_bytes, write_html)
+from .transport import Channel, ViewerConnectionError, pack, pack_floats32, pack_transforms, transform_prefix
+
+INTERPOLATE_DISCRETE = 2300   # three.js InterpolateDiscrete
+
+
+def _segment(name):
+    s = re.sub(r"[^A-Za-z0-9_.\-]", "_", str(name))
+    return s or "_"
+
+
+def _node_path(name):
+    """A meshcat path from a body or geometry name; '/' keeps nesting (robot/link)."""
+    return "/".join(_segment(p) for p in str(name).split("/") if p) or "_"
+
+
+def as_trajectory(traj, nq):
+    """(t (k,), q (k, nq)) of a trajectory object with ``.t``/``.q`` or a ``(t, q)`` pair."""
+    if hasattr(traj, "t") and hasattr(traj, "q"):
+        t, q = traj.t, traj.q
+    elif isinstance(traj, (tuple, list)) and len(traj) == 2:
+        t, q = traj
+    else:
+        raise TypeError(f"a trajectory needs .t and .q (or is a (t, q) pair), got {type(traj).__name__}")
+    t = np.asarray(t, dtype=float).reshape(-1)
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or q.shape != (len(t), nq):
+        raise ValueError(f"trajectory q has shape {q.shape}, expected ({len(t)}, {nq}) to match t and the model")
+    if len(t) == 0:
+        raise ValueError("trajectory is empty")
+    if not np.all(np.isfinite(t)) or np.any(np.diff(t) < 0):
+        raise ValueError("trajectory times must be finite and non-decreasing")
+    return t, q
+
+
+def contact_arrows(contacts, impulses=None, dt=None):
+    """Positions (k, 3) and force vectors (k, 3) or None, from any contact description.
+
+    Accepts None; a ``(positions, forces)`` pair of arrays; or a `collision`-style object
+    with ``.position`` (k, 3) and ``.frame`` (k, 3, 3) whose columns are (t1, t2, n), and
+    impulses (k, 3) in that frame (argument, or ``.impulses``/``.impulse`` attribute).
+    Impulses become world vectors ``frame @ λ``, divided by `dt` if given (forces).
+    """
+    if contacts is None:
+        return np.zeros((0, 3)), None
+    if isinstance(contacts, (tuple, list)) and len(contacts) == 2 and not hasattr(contacts, "position"):
+        P, F = contacts
+    else:
+        P = getattr(contacts, "position", getattr(contacts, "positions", None))
+        if P is None:
+            raise TypeError(f"contacts must be (positions, forces) or have .position, got {type(contacts).__name__}")
+        frame = getattr(contacts, "frame", getattr(contacts, "frames", None))
+        lam = impulses
+        if lam is None:
+            lam = getattr(contacts, "impulses", getattr(contacts, "impulse", None))
+        F = None
+        if lam is not None:
+            if frame is None:
+                raise ValueError("contact impulses need the contact frames (.frame) to draw forces")
+            frame = np.asarray(frame, float)
+            lam = np.asarray(lam, float)
+            if frame.ndim != 3 or frame.shape[1:] != (3, 3) or lam.shape != (len(frame), 3):
+                raise ValueError(f"contact frames {frame.shape} and impulses {lam.shape} must be (k, 3, 3) and (k, 3)")
+            F = np.einsum("kij,kj->ki", frame, lam)
+            if dt is not None:
+                F = F / float(dt)
+    P = np.asarray(P, float).reshape(-1, 3) if np.size(P) else np.zeros((0, 3))
+    if not np.all(np.isfinite(P)):
+        raise ValueError("contact positions contain NaN or inf")
+    if F is not None:
+        F = np.asarray(F, float)
+        if F.shape != P.shape or not np.all(np.isfinite(F)):
+            raise ValueError(f"contact forces must be finite with the shape of the positions {P.shape}, got {F.shape}")
+    return P, F
+
+
+def _frames_along(d):
+    """Rotations (k, 3, 3) whose third column is the unit vector d (k, 3)."""
+    k = len(d)
+    e = np.tile([1.0, 0.0, 0.0], (k, 1))
+    e[np.abs(d[:, 0]) > 0.9] = [0.0, 1.0, 0.0]
+    a = np.cross(e, d)
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b = np.cross(d, a)
+    return np.stack([a, b, d], axis=2)
+
+
+def _quats(R):
+    """xyzw quaternions (k, 4) of rotations (k, 3, 3), sign-continuous along k."""
+    Q = np.array([matrix_to_quat(r) for r in R]) if len(R) else np.zeros((0, 4))
+    for i in range(1, len(Q)):
+        if Q[i] @ Q[i - 1] < 0:
+            Q[i] = -Q[i]
+    return Q
+
+
+class MeshcatViewer:
+    """Draws a `simstep.World` in meshcat.
+
+    world: the built world. zmq_url: connect to a running meshcat server; else, if
+    `server`, start one (a subprocess on localhost); ``server=False`` draws nothing live
+    (only `export_html` is useful then). fps: live frame rate of `update`. geometry:
+    "visual", "collision" or "both". contacts: draw contact points and force arrows when
+    contact data is given; force_scale (m per N), max_arrow (m). realtime: `update` with
+    t sleeps so that the view does not run ahead of simulated time. camera: "auto" frames
+    the initial scene, None keeps meshcat's default. timeout (s): for server start-up and
+    explicit waits; `update` itself never waits for the server or a browser.
+    """
+
+    def __init__(self, world, zmq_url=None, server=True, fps=30.0, geometry="visual", contacts=False,
+                 force_scale=0.01, max_arrow=0.6, contact_radius=0.012, arrow_radius=0.006,
+                 mesh_colors=True, realtime=False, camera="auto", open=False, timeout=10.0,
+                 root="/meshcat/simstep"):
+        if not hasattr(world, "model") or not hasattr(world, "q0"):
+            raise TypeError(f"MeshcatViewer needs a built simstep World, got {type(world).__name__}")
+        if geometry not in ("visual", "collision", "both"):
+            raise ValueError(f"geometry must be 'visual', 'collision' or 'both', got {geometry!r}")
+        if not (np.isfinite(fps) and fps > 0):
+            raise ValueError(f"fps must be positive, got {fps}")
+        for nm, x in (("force_scale", force_scale), ("max_arrow", max_arrow),
+                      ("contact_radius", contact_radius), ("arrow_radius", arrow_radius), ("timeout", timeout)):
+            if not (np.isfinite(x) and x > 0):
+                raise ValueError(f"{nm} must be positive, got {x}")
+        self.world = world
+        self.model = world.model
+        self.fps = float(fps)
+        self.show_contacts = bool(contacts)
+        self.force_scale, self.max_arrow = float(force_scale), float(max_arrow)
+        self.contact_radius, self.arrow_radius = float(contact_radius), float(arrow_radius)
+        self.realtime = bool(realtime)
+        self.timeout = float(timeout)
+        self.root = "/" + root.strip("/")
+        self.frames_sent = 0
+        self._period = 1.0 / self.fps
+        self._next_frame = -math.inf
+        self._sync = None
+        self._proc = None
+        self._channel = None
+        self.web_url = None
+        self.zmq_url = None
+        self._record = SceneRecord()
+        self._last_q = np.array(world.q0, dtype=float)
+        self._pool = {"points": 0, "forces": 0}
+        self._shown = {"points": np.zeros(0, bool), "forces": np.zeros(0, bool)}
+        self._pool_prefix = {"points": [], "forces": []}
+        self._camera = None
+
+        # build the geometry first: bad meshes fail before any server starts
+        self._objects = self._scene_objects(geometry, mesh_colors)
+        if zmq_url is not None or server:
+            self._connect(zmq_url)
+        self._send_delete(self.root)
+        self._send_delete(self.root + "_contacts")
+        for path, data in self._objects:
+            self._emit_object(path, data)
+        for path, data in self._static_transforms:
+            self._emit_transform(path, data)
+        if camera == "auto":
+            self._auto_camera()
+        elif camera is not None:
+            raise ValueError(f"camera must be 'auto' or None, got {camera!r}; use set_camera() to place it")
+        self.display(world.q0)
+        if open and self.web_url:
+            import webbrowser
+            webbrowser.open(self.web_url, new=2)
+
+    # ------------------------------------------------------------------ set-up
+    def _scene_objects(self, geometry, mesh_colors):
+        """Encode every geometry; remember which bodies carry geometry and the static placements."""
+        sets = []
+        if geometry in ("visual", "both"):
+            sets.append(("", self.world.visuals, None))
+        if geometry in ("collision", "both"):
+            sets.append(("collision/" if geometry == "both" else "", self.world.geometries,
+                         0.4 if geometry == "both" else None))
+        objects, static_T = [], []
+        bodies, used = [], set()
+        self._radius = {}
+        for prefix, geoms, opacity in sets:
+            for g in geoms:
+                b = int(g.body)
+                base = (self.root + "/static") if b < 0 else (self.root + "/bodies/" + _node_path(self.model.body_names[b]))
+                leaf = _segment(str(g.name).rsplit("/", 1)[-1])
+                path = f"{base}/{prefix}{leaf}"
+                k = 1
+                while path in used:
+                    k += 1
+                    path = f"{base}/{prefix}{leaf}_{k}"
+                used.add(path)
+                for suffix, obj, T in geometry_objects(g, mesh_colors=mesh_colors, opacity=opacity):
+                    p = f"{path}/{suffix}" if suffix else path
+                    objects.append((p, set_object_bytes(p, obj)))
+                    static_T.append((p, pack_transforms([transform_prefix(p)], T[None])[0]))
+                if b >= 0 and b not in bodies:
+                    bodies.append(b)
+                self._radius[(b, id(g))] = (g, self._bounding_radius(g))
+        self._bodies = np.array(sorted(bodies), dtype=np.int64)
+        self._body_paths = [self.root + "/bodies/" + _node_path(self.model.body_names[b]) for b in self._bodies]
+        self._body_prefix = [transform_prefix(p) for p in self._body_paths]
+        self._body_paths_b = [p.encode() for p in self._body_paths]
+        self._T = np.tile(np.eye(4), (len(self._bodies), 1, 1))
+        self._static_transforms = static_T
+        return objects
+
+    @staticmethod
+    def _bounding_radius(g):
+        s = np.asarray(g.size, float).reshape(-1)
+        if g.kind == "box":
+            return float(np.linalg.norm(s[:3]))
+        if g.kind == "sphere":
+            return float(s[0])
+        if g.kind == "capsule":
+            return float(s[0] + 0.5 * s[1])
+        if g.kind == "cylinder":
+            return float(math.hypot(s[0], 0.5 * s[1]))
+        if g.kind == "mesh":
+            parts = load_mesh(g.mesh)
+            sc = np.asarray(g.scale, float)
+            return float(max(np.linalg.norm(v * sc, axis=1).max() for v, _, _ in parts))
+        return None   # planes do not count for framing
+
+    def _connect(self, zmq_url):
+        if zmq_url is None:
+            from meshcat.servers.zmqserver import start_zmq_server_as_subprocess
+            self._proc, zmq_url, self.web_url = start_zmq_server_as_subprocess()
+        self.zmq_url = zmq_url
+        self._channel = Channel(zmq_url)
+        if self.web_url is None:
+            try:
+                self.web_url = self._channel.request(b"url", timeout=self.timeout).decode()
+            except ViewerConnectionError:
+                self._channel.close()
+                raise ViewerConnectionError(f"no meshcat server answers at {zmq_url} "
+                                            f"(waited {self.timeout} s)") from None
+
+    @property
+    def url(self):
+        """The web page of the live viewer (None without a server)."""
+        return self.web_url
+
+    # ------------------------------------------------------------------ emitting
+    def _emit_object(self, path, data):
+        self._record.set_object(path, data)
+        if self._channel is not None:
+            self._channel.send("set_object", path, data)
+
+    def _emit_property(self, path, key, value):
+        data = set_property_bytes(path, key, value)
+        self._record.set_property(path, key, data)
+        if self._channel is not None:
+            self._channel.send("set_property", path, data)
+
+    def _emit_transform(self, path, data):
+        self._record.set_transform(path, data)
+        if self._channel is not None:
+            self._channel.send("set_transform", path, data)
+
+    def _send_delete(self, path):
+        if self._channel is not None:
+            self._channel.send("delete", path, pack({"type": "delete", "path": path}))
+
+    def flush(self, timeout=None):
+        """Wait until the server has every command sent so far; False on timeout."""
+        if self._channel is None:
+            return True
+        return self._channel.flush(self.timeout if timeout is None else timeout)
+
+    # ------------------------------------------------------------------ poses
+    def _body_transforms(self, q):
+        oR, op = models.forward_kinematics(self.model, q)
+        T = self._T
+        if len(self._bodies):
+            T[:, :3, :3] = oR[self._bodies]
+            T[:, :3, 3] = op[self._bodies]
+        return T
+
+    def _send_pose(self, q):
+        T = self._body_transforms(q)
+        self._last_q = np.array(q, dtype=float)
+        if self._channel is not None and len(T):
+            if self._proc is not None and self._proc.poll() is not None:
+                self._server_gone()
+                return
+            self._channel.send_many("set_transform", self._body_paths_b, pack_transforms(self._body_prefix, T))
+        self.frames_sent += 1
+
+    def _server_gone(self):
+        warnings.warn(f"the meshcat server (pid {self._proc.pid}) has exited; the viewer stops sending",
+                      RuntimeWarning, stacklevel=3)
+        self._channel.close()
+        self._channel = None
+
+    def update(self, q, t=None, contacts=None, force=False):
+        """Live hook, cheap enough to call every simulation step: sends the pose only when a
+        frame is due at `fps` (wall clock), else returns at once. Never waits for the
+        browser or the server. Returns True if a frame was sent. contacts: drawn if the
+        viewer was made with ``contacts=True`` (see `contact_arrows` for the formats)."""
+        now = time.perf_counter()
+        if now < self._next_frame and not force:
+            return False
+        if self.realtime and t is not None:
+            if self._sync is None:
+                self._sync = (float(t), now)
+            ahead = (float(t) - self._sync[0]) - (now - self._sync[1])
+            if ahead > 0:
+                time.sleep(ahead)
+                now = time.perf_counter()
+        self._next_frame = now + self._period
+        self._send_pose(q)
+        if self.show_contacts and contacts is not None:
+            self.draw_contacts(*contact_arrows(contacts))
+        return True
+
+    def display(self, q, contacts=None):
+        """Show configuration q (and contacts, if enabled) now, and wait for the server to take it."""
+        q = self.model.check_q(q)
+        self._send_pose(q)
+        if self.show_contacts and contacts is not None:
+            self.draw_contacts(*contact_arrows(contacts))
+        if not self.flush():
+            warnings.warn("the meshcat server did not acknowledge the pose in time", RuntimeWarning, stacklevel=2)
+
+    # ------------------------------------------------------------------ overlays
+    def _grow_pool(self, kind, n):
+        have = self._pool[kind]
+        if n <= have:
+            return
+        for i in range(have, n):
+            path = f"{self.root}_contacts/{kind}/{i}"
+            obj = (point_object(self.contact_radius, (0.95, 0.1, 0.1, 1.0)) if kind == "points"
+                   else arrow_object(self.arrow_radius, (1.0, 0.85, 0.1, 1.0)))
+            self._emit_object(path, set_object_bytes(path, obj))
+            self._pool_prefix[kind].append(transform_prefix(path))
+        self._pool[kind] = n
+        self._shown[kind] = np.concatenate([self._shown[kind], np.ones(n - have, bool)])
+
+    def _arrow_transforms(self, P, F):
+        """Transforms (k, 4, 4) of unit arrows scaled to the force vectors; mask of drawn ones."""
+        v = F * self.force_scale
+        L = np.linalg.norm(v, axis=1)
+        ok = L > 1e-9
+        d = np.zeros_like(v)
+        d[ok] = v[ok] / L[ok, None]
+        d[~ok] = [0.0, 0.0, 1.0]
+        R = _frames_along(d)
+        R[:, :, 2] *= np.minimum(L, self.max_arrow)[:, None]    # the unit arrow stretched along z
+        T = np.tile(np.eye(4), (len(P), 1, 1))
+        T[:, :3, :3] = R
+        T[:, :3, 3] = P
+        return T, ok
+
+    def _set_shown(self, kind, want):
+        have = self._shown[kind]
+        for i in np.flatnonzero(have != want):
+            path = f"{self.root}_contacts/{kind}/{i}"
+            self._emit_property(path, "visible", bool(want[i]))
+        self._shown[kind] = want.copy()
+
+    def _send_pool(self, kind, T):
+        pre = self._pool_prefix[kind][:len(T)]
+        msgs = pack_transforms(pre, T)
+        paths = [f"{self.root}_contacts/{kind}/{i}" for i in range(len(T))]
+        for p, m in zip(paths, msgs):
+            self._record.set_transform(p, m)
+        if self._channel is not None:
+            self._channel.send_many("set_transform", [p.encode() for p in paths], msgs)
+
+    def draw_contacts(self, positions, forces=None):
+        """Draw contact points (k, 3) and, if given, force arrows (k, 3) [N], replacing the
+        previous ones. Arrow length = |f| * force_scale, at most max_arrow."""
+        P, F = contact_arrows((positions, forces) if forces is not None else (positions, None))
+        k = len(P)
+        self._grow_pool("points", k)
+        want = np.zeros(self._pool["points"], bool)
+        want[:k] = True
+        if k:
+            T = np.tile(np.eye(4), (k, 1, 1))
+            T[:, :3, 3] = P
+            self._send_pool("points", T)
+        self._set_shown("points", want)
+        if F is not None:
+            self._grow_pool("forces", k)
+        wantf = np.zeros(self._pool["forces"], bool)
+        if F is not None and k:
+            T, ok = self._arrow_transforms(P, F)
+            self._send_pool("forces", T)
+            wantf[:k] = ok
+        self._set_shown("forces", wantf)
+
+    def draw_collision_contacts(self, contacts, impulses=None, dt=None):
+        """Draw `collision`-style contacts (.position (k,3), .frame (k,3,3)) with impulses
+        (k, 3) in the contact frames (t1, t2, n); dt converts impulses to forces."""
+        self.draw_contacts(*contact_arrows(contacts, impulses, dt))
+
+    def clear_contacts(self):
+        """Hide every contact point and arrow."""
+        self.draw_contacts(np.zeros((0, 3)))
+
+    # ------------------------------------------------------------------ camera
+    def set_camera(self, position, target=(0.0, 0.0, 0.0)):
+        """Place the camera at `position` (world, z up) looking at `target`. Exported pages
+        honor the target; meshcat's live page (0.3.2) always orbits around the world origin."""
+        p = np.asarray(position, float).reshape(3)
+        c = np.asarray(target, float).reshape(3)
+        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(c))) or np.linalg.norm(p - c) < 1e-9:
+            raise ValueError(f"camera position {p} and target {c} must be finite and distinct")
+        self._camera = (p, c)
+        # live: the camera sits in a frame rotated so that its y is world z; it looks at the origin
+        live = p if np.linalg.norm(c) < 1e-9 else c + (p - c) * (1.0 + np.linalg.norm(c) / np.linalg.norm(p - c))
+        self._emit_property("/Cameras/default/rotated/<object>", "position",
+                            [float(live[0]), float(live[2]), float(-live[1])])
+
+    def _auto_camera(self):
+        oR, op = models.forward_kinematics(self.model, self.world.q0)
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        for g, r in self._radius.values():
+            if r is None:
+                continue
+            if g.body >= 0:
+                c = oR[g.body] @ np.asarray(g.translation, float) + op[g.body]
+            else:
+                c = np.asarray(g.translation, float)
+            lo, hi = np.minimum(lo, c - r), np.maximum(hi, c + r)
+        if not np.all(np.isfinite(lo)):
+            return
+        center = 0.5 * (lo + hi)
+        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
+        direction = np.array([1.0, 0.55, 0.5])
+        dist = 1.05 * radius / math.sin(math.radians(75.0 / 2))
+        self.set_camera(center + dist * direction / np.linalg.norm(direction), center)
+
+    # ------------------------------------------------------------------ animation
+    def _animation(self, traj, contacts=None, dt=None, fps=60.0, autoplay=True, repetitions=1):
+        """Encode a trajectory as a meshcat animation. Returns (pool objects to create, bytes)."""
+        t, Q = as_trajectory(traj, self.model.nq)
+        if not (np.isfinite(fps) and fps > 0):
+            raise ValueError(f"fps must be positive, got {fps}")
+        T0 = t[-1] - t[0]
+        grid = t[0] + np.arange(0.0, T0, 1.0 / fps) if T0 > 0 else t[:1]
+        idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, len(t) - 1)
+        idx = np.unique(np.concatenate([idx, [len(t) - 1]]))
+        times = t[idx] - t[0]
+        nb = len(self._bodies)
+        pos = np.empty((nb, len(idx), 3))
+        rot = np.empty((nb, len(idx), 3, 3))
+        for j, i in enumerate(idx):
+            oR, op = models.forward_kinematics(self.model, Q[i])
+            pos[:, j], rot[:, j] = op[self._bodies], oR[self._bodies]
+        tt = pack_floats32(times)
+        anims = []
+        for b in range(nb):
+            anims.append((self._body_paths[b], [
+                {"name": ".position", "type": "vector3", "times": tt, "values": pack_floats32(pos[b].ravel())},
+                {"name": ".quaternion", "type": "quaternion", "times": tt, "values": pack_floats32(_quats(rot[b]).ravel())},
+            ]))
+        new_objects = []
+        frames = None
+        if contacts is None and self.show_contacts:
+            contacts = getattr(traj, "contacts", None)
+        if contacts is not None and self.show_contacts:
+            if len(contacts) != len(t):
+                raise ValueError(f"contacts has {len(contacts)} entries for a trajectory of {len(t)} samples")
+            frames = [contact_arrows(contacts[i], dt=dt) for i in idx]
+        if frames is not None:
+            K = max(len(P) for P, _ in frames)
+            has_f = any(F is not None for _, F in frames)
+            for kind, n in (("points", K), ("forces", K if has_f else 0)):
+                for i in range(self._pool[kind], n):
+                    path = f"{self.root}_contacts/{kind}/{i}"
+                    obj = (point_object(self.contact_radius, (0.95, 0.1, 0.1, 1.0)) if kind == "points"
+                           else arrow_object(self.arrow_radius, (1.0, 0.85, 0.1, 1.0)))
+                    new_objects.append((kind, path, set_object_bytes(path, obj)))
+            n_frames = len(idx)
+            vis_p = np.zeros((K, n_frames), bool)
+            vis_f = np.zeros((K, n_frames), bool)
+            Pp = np.zeros((K, n_frames, 3))
+            Pq = np.tile([0.0, 0.0, 0.0, 1.0], (K, n_frames, 1))
+            Ps = np.ones((K, n_frames, 3))
+            for j, (P, F) in enumerate(frames):
+                k = len(P)
+                vis_p[:k, j] = True
+                Pp[:k, j] = P
+                if F is not None and k:
+                    T, ok = self._arrow_transforms(P, F)
+                    vis_f[:k, j] = ok
+                    Pq[:k, j] = _quats(T[:, :3, :3] / np.linalg.norm(T[:, :3, :3], axis=1, keepdims=True))
+                    Ps[:k, j, 2] = np.linalg.norm(T[:, :3, 2], axis=1)
+            for i in range(K):
+                disc = {"interpolation": INTERPOLATE_DISCRETE}
+                anims.append((f"{self.root}_contacts/points/{i}", [
+                    {"name": ".position", "type": "vector3", "times": tt, "values": pack_floats32(Pp[i].ravel()), **disc},
+                    {"name": ".visible", "type": "bool", "times": tt, "values": [bool(x) for x in vis_p[i]], **disc}]))
+                if has_f:
+                    anims.append((f"{self.root}_contacts/forces/{i}", [
+                        {"name": ".position", "type": "vector3", "times": tt, "values": pack_floats32(Pp[i].ravel()), **disc},
+                        {"name": ".quaternion", "type": "quaternion", "times": tt, "values": pack_floats32(Pq[i].ravel()), **disc},
+                        {"name": ".scale", "type": "vector3", "times": tt, "values": pack_floats32(Ps[i].ravel()), **disc},
+                        {"name": ".visible", "type": "bool", "times": tt, "values": [bool(x) for x in vis_f[i]], **disc}]))
+        cmd = {"type": "set_animation", "path": "",
+               "animations": [{"path": p, "clip": {"fps": 1, "name": "default", "tracks": tracks}} for p, tracks in anims],
+               "options": {"play": bool(autoplay), "repetitions": int(repetitions)}}
+        return new_objects, pack(cmd), Q[idx[0]]
+
+    def play(self, traj, contacts=None, dt=None, fps=60.0, repetitions=1):
+        """Play a recorded trajectory (``traj.t``, ``traj.q``, or a (t, q) pair) as a meshcat
+        animation at real time, with play/pause and a time slider in the page's Animations menu.
+        Keys are sampled at `fps` from the trajectory. contacts: one entry per sample
+        (or ``traj.contacts``), drawn if the viewer has ``contacts=True``; dt turns impulses into forces."""
+        new_objects, anim, q_first = self._animation(traj, contacts, dt, fps, True, repetitions)
+        self._add_pool_objects(new_objects)
+        self._send_pose(q_first)
+        self._record.animation = anim
+        if self._channel is not None:
+            self._channel.send("set_animation", "", anim)
+        self.flush()
+
+    def _add_pool_objects(self, new_objects):
+        for kind, path, data in new_objects:
+            self._emit_object(path, data)
+            self._pool_prefix[kind].append(transform_prefix(path))
+            self._pool[kind] += 1
+            self._shown[kind] = np.concatenate([self._shown[kind], [True]])
+
+    def export_html(self, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None):
+        """Write a self-contained HTML page (meshcat's viewer inline, no server, works from
+        file://): the replay of `traj` with its time slider, or the current scene if traj is None."""
+        rec = self._record.copy()
+        q = self._last_q
+        if traj is not None:
+            new_objects, anim, q = self._animation(traj, contacts, dt, fps, autoplay, 1)
+            for _, p, data in new_objects:
+                rec.set_object(p, data)
+            rec.animation = anim
+        T = self._body_transforms(q)
+        for p, m in zip(self._body_paths, pack_transforms(self._body_prefix, T)):
+            rec.set_transform(p, m)
+        return write_html(path, rec.commands(), title=title or "simstep replay", camera=self._camera)
+
+    # ------------------------------------------------------------------ life cycle
+    def serve_forever(self):
+        """Print the URL and keep the server alive until Ctrl-C (for a command line's --view)."""
+        if self.web_url is None:
+            raise RuntimeError("this viewer has no server (made with server=False)")
+        print(f"meshcat viewer: {self.web_url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        try:
+            while self._proc is None or self._proc.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()
+
+    def close(self):
+        """Stop talking to the server, and stop the server if this viewer started it."""
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"MeshcatViewer(url={self.web_url!r}, bodies={len(self._bodies)}, fps={self.fps:g})"
+
+
+def export_html(world, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None,
+                **viewer_options):
+    """Self-contained HTML replay of `traj` (or of world.q0) without starting a server.
+    contacts: per-sample contact data (turns the overlays on); viewer_options: as for
+    `MeshcatViewer` (geometry, force_scale, ...)."""
+    if contacts is not None:
+        viewer_options["contacts"] = True
+    v = MeshcatViewer(world, server=False, **viewer_options)
+    return v.export_html(path, traj, contacts=contacts, dt=dt, fps=fps, autoplay=autoplay, title=title)

@@ -1,0 +1,169 @@
+"""Constraint sets of the contact problem and their projections.
+
+A problem of m rows is cut into blocks, each a set K_b for its impulse λ_b:
+
+========  ====  ==========================================  ===============================
+kind      rows  set K_b                                     dual set K_b*
+========  ====  ==========================================  ===============================
+CONE      3     Coulomb cone ‖λ_t‖ ≤ μ λ_n, normal last     ‖σ_t‖ μ ≤ σ_n
+FREE      any   the whole space (bilateral: loops, welds)   {0}
+ORTHANT   any   λ ≥ 0 (joint limits)                        σ ≥ 0
+BOX       1     |λ| ≤ f (joint friction)                    normal cone of the box
+========  ====  ==========================================  ===============================
+
+The arrays are flat: ``kind``, ``start``, ``size`` (int64) and ``param`` (float: μ for a
+cone, f for a box) per block.
+"""
+import numpy as np
+from numba import njit
+
+CONE, FREE, ORTHANT, BOX = 0, 1, 2, 3
+_KIND_NAMES = {"cone": CONE, "free": FREE, "orthant": ORTHANT, "box": BOX}
+
+
+class ConeSet:
+    """Blocks of a constraint problem (see module docstring). Build with `add` or `from_blocks`."""
+
+    def __init__(self):
+        self._kind, self._start, self._size, self._param = [], [], [], []
+        self.m = 0
+        self._frozen = None
+
+    @classmethod
+    def from_blocks(cls, blocks):
+        """blocks: iterable of (kind name or code, size, param)."""
+        cs = cls()
+        for kind, size, param in blocks:
+            cs.add(kind, size, param)
+        return cs
+
+    @classmethod
+    def contacts(cls, mu):
+        """n contact cones with friction coefficients mu (n,)."""
+        mu = np.asarray(mu, float).reshape(-1)
+        cs = cls()
+        cs._kind, cs._size = [CONE] * len(mu), [3] * len(mu)
+        cs._start, cs._param = list(range(0, 3 * len(mu), 3)), list(mu)
+        cs.m = 3 * len(mu)
+        for x in mu:
+            if not (np.isfinite(x) and x >= 0):
+                raise ValueError(f"friction coefficient must be ≥ 0, got {x}")
+        return cs
+
+    def add(self, kind, size=None, param=0.0):
+        """Append a block; returns its first row."""
+        kind = _KIND_NAMES.get(kind, kind)
+        if kind not in (CONE, FREE, ORTHANT, BOX):
+            raise ValueError(f"unknown constraint set kind {kind!r}")
+        size = 3 if kind == CONE and size is None else (1 if size is None else int(size))
+        if kind == CONE and size != 3:
+            raise ValueError("a friction cone block has 3 rows (t1, t2, n)")
+        if kind == BOX and size != 1:
+            raise ValueError("a box block has 1 row")
+        if not (np.isfinite(param) and param >= 0):
+            raise ValueError(f"cone friction / box bound must be ≥ 0, got {param}")
+        self._kind.append(kind)
+        self._start.append(self.m)
+        self._size.append(size)
+        self._param.append(float(param))
+        self.m += size
+        self._frozen = None
+        return self.m - size
+
+    def arrays(self):
+        """(kind, start, size, param) as flat arrays (cached)."""
+        if self._frozen is None:
+            self._frozen = (np.asarray(self._kind, np.int64), np.asarray(self._start, np.int64),
+                            np.asarray(self._size, np.int64), np.asarray(self._param, float))
+        return self._frozen
+
+    def __len__(self):
+        return len(self._kind)
+
+    def project(self, x):
+        """Π_K(x) (m,)."""
+        out = np.empty(self.m)
+        project_kernel(*self.arrays(), np.asarray(x, float), out)
+        return out
+
+
+@njit(cache=True, inline="always")
+def project_cone(mu, t1, t2, n):
+    """Projection of (t1, t2, n) on the cone ‖t‖ ≤ μ n (Euclidean)."""
+    nt = np.sqrt(t1 * t1 + t2 * t2)
+    if nt <= mu * n:
+        return t1, t2, n
+    if mu * nt <= -n:
+        return 0.0, 0.0, 0.0
+    # onto the boundary ray d = (μ t/‖t‖, 1)/√(1+μ²): (x·d) d
+    a = (mu * nt + n) / (1.0 + mu * mu)
+    if nt > 0:
+        return mu * a * t1 / nt, mu * a * t2 / nt, a
+    return 0.0, 0.0, max(n, 0.0)
+
+
+@njit(cache=True)
+def project_kernel(kind, start, size, param, x, out):
+    """out = Π_K(x) block by block."""
+    for b in range(kind.shape[0]):
+        s, k = start[b], kind[b]
+        if k == CONE:
+            out[s], out[s + 1], out[s + 2] = project_cone(param[b], x[s], x[s + 1], x[s + 2])
+        elif k == FREE:
+            for r in range(s, s + size[b]):
+                out[r] = x[r]
+        elif k == ORTHANT:
+            for r in range(s, s + size[b]):
+                out[r] = max(x[r], 0.0)
+        else:
+            out[s] = min(max(x[s], -param[b]), param[b])
+
+
+@njit(cache=True)
+def desaxce_kernel(kind, start, param, sigma, s_out):
+    """De Saxcé correction s(σ) = (0, 0, μ‖σ_t‖) on cone blocks, 0 elsewhere."""
+    s_out[:] = 0.0
+    for b in range(kind.shape[0]):
+        if kind[b] == CONE:
+            s = start[b]
+            s_out[s + 2] = param[b] * np.sqrt(sigma[s] ** 2 + sigma[s + 1] ** 2)
+
+
+@njit(cache=True)
+def ncp_residuals_kernel(kind, start, size, param, lam, sigma):
+    """Residuals of a candidate (λ, σ) with σ = (G + R) λ + g + s(σ) already formed:
+    (primal infeasibility max dist(λ, K), dual infeasibility max dist(σ, K*) restricted to the
+    relevant sets, complementarity max |λ_b · σ_b|)."""
+    rp, rd, rc = 0.0, 0.0, 0.0
+    for b in range(kind.shape[0]):
+        s, k = start[b], kind[b]
+        if k == CONE:
+            mu = param[b]
+            p1, p2, p3 = project_cone(mu, lam[s], lam[s + 1], lam[s + 2])
+            rp = max(rp, max(abs(lam[s] - p1), abs(lam[s + 1] - p2), abs(lam[s + 2] - p3)))
+            # dual cone of K_μ is K_{1/μ} with the same axis
+            if mu > 0:
+                d1, d2, d3 = project_cone(1.0 / mu, sigma[s], sigma[s + 1], sigma[s + 2])
+                rd = max(rd, max(abs(sigma[s] - d1), abs(sigma[s + 1] - d2), abs(sigma[s + 2] - d3)))
+            else:
+                rd = max(rd, max(-sigma[s + 2], 0.0))
+            rc = max(rc, abs(lam[s] * sigma[s] + lam[s + 1] * sigma[s + 1] + lam[s + 2] * sigma[s + 2]))
+        elif k == FREE:
+            for r in range(s, s + size[b]):
+                rd = max(rd, abs(sigma[r]))
+        elif k == ORTHANT:
+            for r in range(s, s + size[b]):
+                rp = max(rp, max(-lam[r], 0.0))
+                rd = max(rd, max(-sigma[r], 0.0))
+                rc = max(rc, abs(lam[r] * sigma[r]))
+        else:
+            f = param[b]
+            rp = max(rp, max(abs(lam[s]) - f, 0.0))
+            # σ in the normal cone of the box at λ: σ = 0 inside, sign(σ) = -sign(λ) on faces
+            if lam[s] >= f - 1e-12 * max(f, 1.0):
+                rd = max(rd, max(sigma[s], 0.0))
+            elif lam[s] <= -f + 1e-12 * max(f, 1.0):
+                rd = max(rd, max(-sigma[s], 0.0))
+            else:
+                rd = max(rd, abs(sigma[s]))
+    return rp, rd, rc

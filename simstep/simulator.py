@@ -1,0 +1,440 @@
+"""`Simulator`: the time-stepping loop (DESIGN.md, notes/admm.md "Time stepping").
+
+One step, at state (q, v):
+  1. kinematics and the articulated factorisation at q (`models.Data`, O(n));
+  2. collision detection into contact frames (`collision.CollisionDetector`);
+  3. free velocity v_f = v + dt · ABA(q, v, τ − damping·v, f_ext);
+  4. constraints at q: contacts (cones), loop closures (free rows), active joint limits
+     (orthant), joint dry friction (box), and the Delassus operator G = J M⁻¹ Jᵀ
+     (matrix-free by default, or the dense baseline);
+  5. g = J v_f + stabilisation; ADMM (or PGS) for the impulses λ;
+  6. v⁺ = v_f + M⁻¹ Jᵀ λ by the cached sweep (no dense M); q⁺ = q ⊕ dt v⁺.
+
+Velocity-level contact with speculative distance: a contact at signed distance φ > 0 lets the
+bodies approach by at most φ in this step (σ_n = v_n⁺ + φ/dt ≥ 0), a penetration φ < 0 is
+pushed out at the rate β φ/dt (Baumgarte, β = `erp`). Restitution (Newton): an approaching
+contact that closes within the step with speed above `restitution_threshold` gets the target
+v_n⁺ ≥ −e v_n⁻. Loop closures and joint limits get the same treatment of their position errors.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import collision
+import models
+from solvers import ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
+from solvers.admm import ADMMSettings, ADMMSolver
+from solvers.cones import ConeSet
+from solvers.pgs import PGSSolver
+
+from .world import World, matrix_to_quat
+
+
+class SimulationError(RuntimeError):
+    """A step produced a non-finite state; the simulator state was left unchanged."""
+
+
+@dataclass
+class StepStats:
+    """Statistics of the last step (times in seconds)."""
+    iterations: int = 0
+    converged: bool = True
+    primal_residual: float = 0.0
+    dual_residual: float = 0.0
+    complementarity: float = 0.0
+    rho: float = 0.0
+    warm_started: bool = False
+    ncontacts: int = 0
+    nrows: int = 0
+    max_penetration: float = 0.0
+    time_collision: float = 0.0
+    time_dynamics: float = 0.0
+    time_operator: float = 0.0
+    time_solver: float = 0.0
+    time_integration: float = 0.0
+    time_total: float = 0.0
+
+    def as_dict(self):
+        return dict(self.__dict__)
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+
+@dataclass
+class StepContacts:
+    """Contacts of the last step with their impulses (k points)."""
+    body1: np.ndarray
+    body2: np.ndarray
+    position: np.ndarray     # (k, 3) world
+    frame: np.ndarray        # (k, 3, 3) columns (t1, t2, n), n from body 2 into body 1
+    distance: np.ndarray     # (k,) signed, negative = penetration
+    impulse: np.ndarray      # (k, 3) (λ_t1, λ_t2, λ_n) in N·s, acting on body 1
+    friction: np.ndarray
+    key: np.ndarray
+
+    @property
+    def depth(self):
+        return np.maximum(-self.distance, 0.0)
+
+    @property
+    def force(self):
+        """(k, 3) world contact forces on body 1 averaged over the step (impulse / dt is done by the caller)."""
+        return np.einsum("kij,kj->ki", self.frame, self.impulse)
+
+    def __len__(self):
+        return self.body1.shape[0]
+
+
+@dataclass
+class Trajectory:
+    """A recorded run: t (k,), q (k, nq), v (k, nv); row 0 is the state before the first step."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    ncontacts: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+
+
+_EMPTY_I = np.zeros(0, np.int64)
+
+
+class Simulator:
+    """Time-stepping simulator of a `World`.
+
+    Parameters (keyword): dt (s); operator "matrix_free" | "dense"; solver "admm" | "pgs";
+    collision_backend "coal" | "fcl"; margin (m, contact detection margin); erp (Baumgarte
+    factor for penetration and loop drift, 0–1); restitution_threshold (m/s); joint_limits
+    (bool); actuation (array (nv,) or callable(sim) -> (nv,)); constraints (extra
+    `LoopClosure`s etc.); any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, ...).
+    """
+
+    def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
+                 margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
+                 actuation=None, constraints=(), pgs_max_iter=1000, **solver_settings):
+        if not isinstance(world, World):
+            raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
+        dt = float(dt)
+        if not (np.isfinite(dt) and dt > 0):
+            raise ValueError(f"dt must be a positive finite time step, got {dt}")
+        if operator not in ("matrix_free", "dense"):
+            raise ValueError(f"operator must be 'matrix_free' or 'dense', got {operator!r}")
+        if solver not in ("admm", "pgs"):
+            raise ValueError(f"solver must be 'admm' or 'pgs', got {solver!r}")
+        if not 0 <= erp <= 1:
+            raise ValueError(f"erp must be in [0, 1], got {erp}")
+        self.world, self.model, self.dt = world, world.model, dt
+        self.operator, self.solver_name = operator, solver
+        self.erp, self.restitution_threshold = float(erp), float(restitution_threshold)
+        self.joint_limits, self.joint_limit_margin = bool(joint_limits), float(joint_limit_margin)
+        self.margin = 2e-3 if margin is None else float(margin)
+        self.detector = collision.CollisionDetector(world, backend=collision_backend, margin=self.margin)
+        self.admm = ADMMSolver(ADMMSettings(**{k: v for k, v in solver_settings.items()
+                                               if k in ADMMSettings.__dataclass_fields__}))
+        unknown = [k for k in solver_settings if k not in ADMMSettings.__dataclass_fields__]
+        if unknown:
+            raise TypeError(f"unknown Simulator settings {unknown}")
+        self.pgs = PGSSolver(max_iter=pgs_max_iter)
+        self.data = models.Data(self.model)
+        self.extra_constraints = list(constraints)
+        for c in self.extra_constraints:
+            if not isinstance(c, (LoopClosure, JointLimit, JointFriction)):
+                raise TypeError(f"unsupported constraint {c!r}: pass LoopClosure, JointLimit or JointFriction")
+        self.set_actuation(actuation)
+        self._fext = np.zeros((self.model.nbodies, 6))
+        self._fric_dofs = np.flatnonzero(self.model.friction > 0)
+        self._fric_joints = self._joints_of_dofs(self._fric_dofs)
+        self._limit_dofs = np.flatnonzero(np.isfinite(self.model.lower) | np.isfinite(self.model.upper))
+        self._warm_keys = _EMPTY_I
+        self._warm_world = np.zeros((0, 3))
+        self.stats = StepStats()
+        self.contacts = self._empty_contacts()
+        self.t = 0.0
+        self.q = world.q0.copy()
+        self.v = world.v0.copy()
+        self.set_state(world.q0, world.v0)
+        self.steps = 0
+
+    # ------------------------------------------------------------------ state
+    def set_state(self, q, v, t=None):
+        """Replace the state (validated: size, finiteness, unit quaternions)."""
+        self.q = self.model.check_q(q).copy()
+        self.v = self.model.check_v(v).copy()
+        if t is not None:
+            self.t = float(t)
+        self._warm_keys, self._warm_world = _EMPTY_I, np.zeros((0, 3))
+        self.data.compute(self.q)
+
+    def set_actuation(self, actuation):
+        """Joint torques applied every step: None, an array (nv,), or callable(sim) -> (nv,)."""
+        if actuation is not None and not callable(actuation):
+            actuation = self.model.check_v(actuation, "actuation").copy()
+        self.actuation = actuation
+
+    def apply_force(self, body, force, point=None, torque=None):
+        """Add a world force (N) at a world point (default: body origin) and a torque (N·m) on
+        `body` for the next step only."""
+        b, Rf, pf = self.world.body_frame(body)
+        if b < 0:
+            raise ValueError("cannot apply a force to the world")
+        f = np.asarray(force, float)
+        p = self.data.oR[b] @ pf + self.data.op[b] if point is None else np.asarray(point, float)
+        n = np.zeros(3) if torque is None else np.asarray(torque, float)
+        if f.shape != (3,) or p.shape != (3,) or n.shape != (3,) or not np.all(np.isfinite([*f, *p, *n])):
+            raise ValueError("force, point and torque must be finite 3-vectors")
+        self._fext[b, :3] += f
+        self._fext[b, 3:] += np.cross(p, f) + n   # moment about the world origin
+
+    def body_pose(self, body):
+        """(position (3,), quaternion xyzw (4,)) of a body (or merged link) frame in the world."""
+        b, Rf, pf = self.world.body_frame(body)
+        if b < 0:
+            return pf.copy(), matrix_to_quat(Rf)
+        R, p = self.data.oR[b], self.data.op[b]
+        return R @ pf + p, matrix_to_quat(R @ Rf)
+
+    def body_velocity(self, body):
+        """(linear (3,), angular (3,)) velocity of a body frame origin, world coordinates."""
+        b, Rf, pf = self.world.body_frame(body)
+        if b < 0:
+            return np.zeros(3), np.zeros(3)
+        V = self.data.body_velocities(self.v)[b]
+        p = self.data.oR[b] @ pf + self.data.op[b]
+        return V[:3] + np.cross(V[3:], p), V[3:].copy()
+
+    # ------------------------------------------------------------------ step
+    def _joints_of_dofs(self, dofs):
+        m = self.model
+        bodies = np.searchsorted(m.idx_v, dofs, side="right") - 1
+        names = {}
+        for j in m.joint_names:
+            names[m.joint_body(j)] = j
+        return [names[int(b)] for b in bodies]
+
+    def _tau(self, tau):
+        m = self.model
+        if tau is None:
+            tau = self.actuation(self) if callable(self.actuation) else self.actuation
+        tau = np.zeros(m.nv) if tau is None else m.check_v(tau, "tau")
+        if np.any(m.damping):
+            tau = tau - m.damping * self.v
+        return tau
+
+    def _empty_contacts(self):
+        z = np.zeros(0)
+        return StepContacts(_EMPTY_I, _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), z, np.zeros((0, 3)), z,
+                            _EMPTY_I)
+
+    def _loop_errors(self, c):
+        """Position error of a LoopClosure in its row axes (3 or 6)."""
+        d = self.data
+        (b1, R1, p1), (b2, R2, p2) = self.world.body_frame(c.body1), self.world.body_frame(c.body2)
+
+        def frame(b, Rb, pb, placement):
+            pos, rot = placement
+            Ro, po = (np.eye(3), np.zeros(3)) if b < 0 else (d.oR[b], d.op[b])
+            return Ro @ (Rb @ pos + pb) + po, Ro @ Rb @ rot
+
+        x1, F1 = frame(b1, R1, p1, c.placement1)
+        x2, F2 = frame(b2, R2, p2, c.placement2)
+        e = F1.T @ (x1 - x2)
+        if c.kind == "point":
+            return e
+        Re = F2.T @ F1     # rotation error, as a rotation vector in frame 1
+        w = np.array([Re[2, 1] - Re[1, 2], Re[0, 2] - Re[2, 0], Re[1, 0] - Re[0, 1]]) * 0.5
+        return np.concatenate([e, w])
+
+    def step(self, tau=None):
+        """Advance one time step. tau: joint torques for this step (default: the actuation)."""
+        m, d, dt = self.model, self.data, self.dt
+        t_start = time.perf_counter()
+        st = StepStats()
+        q, v = self.q, self.v
+        # 1-2. kinematics are in self.data (computed at the end of the previous step); collision
+        t0 = time.perf_counter()
+        c = self.detector.detect(q)
+        k = len(c)
+        st.time_collision = time.perf_counter() - t0
+        # 3. free velocity
+        t0 = time.perf_counter()
+        tau_v = self._tau(tau)
+        a_free = models.aba(m, q, v, tau_v, self._fext)
+        v_free = v + dt * a_free
+        st.time_dynamics = time.perf_counter() - t0
+        # 4. constraints and operator
+        t0 = time.perf_counter()
+        cones = ConeSet.contacts(c.friction) if k else ConeSet()
+        cons = [ContactSet(c.body1, c.body2, c.position, c.frame, c.friction)] if k else []
+        extra_err = []
+        for lc in self.extra_constraints:
+            if isinstance(lc, LoopClosure):
+                cons.append(lc)
+                cones.add("free", lc.nrows)
+                extra_err.append(self._loop_errors(lc))
+            elif isinstance(lc, JointLimit):
+                cons.append(lc)
+                cones.add("orthant", 1)
+                extra_err.append(None)
+            else:
+                cons.append(lc)
+                cones.add("box", 1, lc.max_torque * dt)
+                extra_err.append(None)
+        limit_rows = []
+        if self.joint_limits and self._limit_dofs.size:
+            for dof in self._limit_dofs:
+                qi = q[self._q_of_dof(dof)]
+                reach = abs(v_free[dof]) * dt + self.joint_limit_margin
+                for side, lim, sgn in (("lower", m.lower[dof], 1.0), ("upper", m.upper[dof], -1.0)):
+                    if np.isfinite(lim) and sgn * (qi - lim) < reach:
+                        limit_rows.append((dof, sgn * (qi - lim)))
+                        cons.append(JointLimit(self._dof_joint(dof), side))
+                        cones.add("orthant", 1)
+        for j in self._fric_joints_unique():
+            cons.append(JointFriction(j, 0.0))
+        for dof in self._fric_dofs:
+            cones.add("box", 1, m.friction[dof] * dt)
+        mrows = cones.m
+        st.ncontacts, st.nrows = k, mrows
+        lam = np.zeros(mrows)
+        if mrows:
+            Op = MatrixFreeDelassus if self.operator == "matrix_free" else DenseDelassus
+            op = Op(m, q, cons, data=d)
+            if op.m != mrows:
+                raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {mrows}")
+            g = op.J_apply(v_free)
+            self._stabilise(g, op, c, k, extra_err, limit_rows)
+            compliance = None
+            if k and np.any(c.compliance):
+                compliance = np.zeros(mrows)
+                compliance[:3 * k] = np.repeat(c.compliance, 3)
+            st.time_operator = time.perf_counter() - t0
+            # 5. solve
+            t0 = time.perf_counter()
+            x0 = self._warm_start(c, k, mrows)
+            if self.solver_name == "admm":
+                res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0)
+                lam = res.lam
+                st.iterations, st.converged = res.iterations, res.converged
+                st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
+                st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
+            else:
+                G = op.matrix() if hasattr(op, "matrix") else np.column_stack([op.matvec(e) for e in np.eye(mrows)])
+                res = self.pgs.solve(G, g, cones, compliance=compliance, x0=x0)
+                lam = res.lam
+                st.iterations, st.converged, st.primal_residual = res.iterations, res.converged, res.max_change
+            st.time_solver = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            v_next = v_free + op.JT_minv(lam)
+        else:
+            st.time_operator = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            v_next = v_free
+        # 6. integrate
+        q_next = m.integrate(q, v_next, dt) if np.all(np.isfinite(v_next)) else None
+        if q_next is None or not np.all(np.isfinite(q_next)) or not np.all(np.isfinite(lam)):
+            raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s produced a non-finite state "
+                                  f"(solver converged: {st.converged}, iterations {st.iterations}); "
+                                  f"the state was left unchanged")
+        self.q, self.v = q_next, v_next
+        self.t += dt
+        self.steps += 1
+        self._fext[:] = 0.0
+        d.compute(self.q)
+        st.time_integration = time.perf_counter() - t0
+        # bookkeeping
+        imp = lam[:3 * k].reshape(k, 3)
+        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key)
+        self._warm_keys = c.key
+        self._warm_world = np.einsum("kij,kj->ki", c.frame, imp)
+        st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0
+        st.time_total = time.perf_counter() - t_start
+        self.stats = st
+        return st
+
+    def _q_of_dof(self, dof):
+        b = int(np.searchsorted(self.model.idx_v, dof, side="right") - 1)
+        return int(self.model.idx_q[b] + dof - self.model.idx_v[b])
+
+    def _dof_joint(self, dof):
+        return self._joints_of_dofs(np.array([dof]))[0]
+
+    def _fric_joints_unique(self):
+        seen, out = set(), []
+        for j in self._fric_joints:
+            if j not in seen:
+                seen.add(j)
+                out.append(j)
+        return out
+
+    def _stabilise(self, g, op, c, k, extra_err, limit_rows):
+        """Add position correction, speculative distance and restitution targets to g in place."""
+        dt, erp = self.dt, self.erp
+        if k:
+            phi = c.distance
+            n_rows = np.arange(k) * 3 + 2
+            v_pre = op.J_apply(self.v)[n_rows]             # normal velocity before the step
+            corr = np.where(phi > 0, phi / dt, erp * phi / dt)
+            bounce = (c.restitution > 0) & (v_pre < -self.restitution_threshold) & (phi <= -v_pre * dt + 1e-12)
+            corr = np.where(bounce, c.restitution * v_pre, corr)   # σ_n = v_n⁺ + e v_n⁻ ≥ 0
+            g[n_rows] += corr
+        row = 3 * k
+        for e in extra_err:
+            if e is None:
+                row += 1
+                continue
+            g[row:row + e.shape[0]] += erp * e / dt if erp > 0 else 0.0
+            row += e.shape[0]
+        for dof, gap in limit_rows:
+            g[row] += gap / dt if gap > 0 else erp * gap / dt
+            row += 1
+
+    def _warm_start(self, c, k, mrows):
+        """Previous impulses matched by contact key, rotated into the new contact frames."""
+        if k == 0 or self._warm_keys.size == 0:
+            return None
+        order = np.argsort(self._warm_keys)
+        keys = self._warm_keys[order]
+        idx = np.searchsorted(keys, c.key)
+        idx = np.minimum(idx, keys.size - 1)
+        hit = keys[idx] == c.key
+        if not hit.any():
+            return None
+        x0 = np.zeros(mrows)
+        w = self._warm_world[order[idx[hit]]]
+        x0[:3 * k].reshape(k, 3)[hit] = np.einsum("kji,kj->ki", c.frame[hit], w)
+        return x0
+
+    # ------------------------------------------------------------------ run
+    def run(self, steps, progress=False, record=False, viewer=None, callback=None):
+        """Advance `steps` steps. record=True returns a `Trajectory` (row 0 = the current state);
+        viewer: an object with ``update(q, t)`` called every step (it throttles itself);
+        callback(sim) is called after every step."""
+        steps = int(steps)
+        if steps < 0:
+            raise ValueError(f"steps must be ≥ 0, got {steps}")
+        if record:
+            T = np.empty(steps + 1)
+            Q = np.empty((steps + 1, self.model.nq))
+            V = np.empty((steps + 1, self.model.nv))
+            its = np.zeros(steps + 1, int)
+            ncs = np.zeros(steps + 1, int)
+            T[0], Q[0], V[0] = self.t, self.q, self.v
+        it = range(steps)
+        if progress:
+            from tqdm import tqdm
+            it = tqdm(it, desc="simulating", unit="step")
+        for i in it:
+            st = self.step()
+            if record:
+                T[i + 1], Q[i + 1], V[i + 1] = self.t, self.q, self.v
+                its[i + 1], ncs[i + 1] = st.iterations, st.ncontacts
+            if viewer is not None:
+                viewer.update(self.q, self.t)
+            if callback is not None:
+                callback(self)
+        if record:
+            return Trajectory(T, Q, V, its, ncs)
+        return None

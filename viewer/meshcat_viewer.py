@@ -237,7 +237,9 @@ class MeshcatViewer:
 
     def _connect(self, zmq_url):
         if zmq_url is None:
-            from meshcat.servers.zmqserver import start_zmq_server_as_subprocess
+            with warnings.catch_warnings():   # meshcat imports a deprecated pyzmq module
+                warnings.simplefilter("ignore", DeprecationWarning)
+                from meshcat.servers.zmqserver import start_zmq_server_as_subprocess
             self._proc, zmq_url, self.web_url = start_zmq_server_as_subprocess()
         self.zmq_url = zmq_url
         self._channel = Channel(zmq_url)
@@ -312,15 +314,15 @@ class MeshcatViewer:
         browser or the server. Returns True if a frame was sent. contacts: drawn if the
         viewer was made with ``contacts=True`` (see `contact_arrows` for the formats)."""
         now = time.perf_counter()
-        if now < self._next_frame and not force:
-            return False
         if self.realtime and t is not None:
             if self._sync is None:
                 self._sync = (float(t), now)
             ahead = (float(t) - self._sync[0]) - (now - self._sync[1])
-            if ahead > 0:
+            if ahead > 2e-3:          # sleep in slices of a few ms, not every step
                 time.sleep(ahead)
                 now = time.perf_counter()
+        if now < self._next_frame and not force:
+            return False
         self._next_frame = now + self._period
         self._send_pose(q)
         if self.show_contacts and contacts is not None:
@@ -442,7 +444,7 @@ class MeshcatViewer:
         center = 0.5 * (lo + hi)
         radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
         direction = np.array([1.0, 0.55, 0.5])
-        dist = 1.05 * radius / math.sin(math.radians(75.0 / 2))
+        dist = 0.9 * radius / math.sin(math.radians(75.0 / 2))
         self.set_camera(center + dist * direction / np.linalg.norm(direction), center)
 
     # ------------------------------------------------------------------ animation

@@ -1,0 +1,359 @@
+"""Viewer without a browser: encoding against meshcat's own encoder, geometry, meshes and
+their errors, animations against forward kinematics, export, and a live server that never
+has a browser (or stalls, or dies) without blocking the caller."""
+import base64
+import os
+import re
+import shutil
+import signal
+import time
+import types
+
+import numpy as np
+import pytest
+import umsgpack
+
+meshcat = pytest.importorskip("meshcat")
+import meshcat.commands  # noqa: E402
+import meshcat.path  # noqa: E402
+
+import models  # noqa: E402
+import simstep  # noqa: E402
+import viewer  # noqa: E402
+from viewer.meshcat_viewer import contact_arrows  # noqa: E402
+from viewer.scene import geometry_objects, load_mesh  # noqa: E402
+from viewer.transport import pack_transforms, transform_prefix  # noqa: E402
+
+ROBOTS = os.path.join(os.path.dirname(models.robot_path("g1")[0]), "..", "..")
+
+
+def robot_file(rel):
+    p = os.path.normpath(os.path.join(ROBOTS, rel))
+    if not os.path.isfile(p):
+        pytest.skip(f"example-robot-data file missing: {rel}")
+    return p
+
+
+def box_world(ground=True):
+    b = simstep.WorldBuilder()
+    if ground:
+        b.add_ground()
+    b.add_box("red", half_extents=(0.2, 0.2, 0.2), position=(0, 0, 0.2), color=(0.9, 0.1, 0.1))
+    b.add_sphere("ball", radius=0.1, position=(0.6, 0, 0.1))
+    b.add_capsule("caps", radius=0.05, length=0.3, position=(-0.5, 0, 0.3),
+                  quaternion=(np.sin(0.4), 0, 0, np.cos(0.4)))
+    b.add_cylinder("cyl", radius=0.08, length=0.25, position=(0, 0.5, 0.2))
+    return b.build()
+
+
+def random_rotation(rng):
+    u = rng.normal(size=4)
+    return simstep.quat_to_matrix(u / np.linalg.norm(u))
+
+
+def decode_commands(html):
+    enc = re.search(r"var sceneCommands = \[(.*?)\];", html, re.S).group(1)
+    return [umsgpack.unpackb(base64.b64decode(s.strip().strip('"'))) for s in enc.split(",") if s.strip()]
+
+
+# ------------------------------------------------------------------ encoding
+def test_transform_encoding_matches_meshcat():
+    rng = np.random.default_rng(0)
+    paths = ["/meshcat/a", "/meshcat/simstep/bodies/g1/pelvis", "/meshcat/x_y-z.1"]
+    T = np.tile(np.eye(4), (3, 1, 1))
+    for i in range(3):
+        T[i, :3, :3] = random_rotation(rng)
+        T[i, :3, 3] = rng.normal(size=3)
+    ours = pack_transforms([transform_prefix(p) for p in paths], T)
+    for p, m, Ti in zip(paths, ours, T):
+        ref = meshcat.commands.SetTransform(Ti, meshcat.path.Path(tuple(p.strip("/").split("/")))).lower()
+        assert umsgpack.unpackb(m) == ref
+        assert m == umsgpack.packb(ref)
+
+
+# ------------------------------------------------------------------ shapes and meshes
+def test_primitive_shapes_and_placements():
+    w = box_world()
+    by_name = {g.name: g for g in w.visuals}
+    (_, box, Tb), = geometry_objects(by_name["red"])
+    d = box.lower()
+    assert [d["geometries"][0][k] for k in ("width", "height", "depth")] == pytest.approx([0.4, 0.4, 0.4])
+    assert d["materials"][0]["color"] == 0xE61A1A
+    (_, cyl, Tc), = geometry_objects(by_name["cyl"])
+    gd = cyl.lower()["geometries"][0]
+    assert gd["type"] == "CylinderGeometry" and gd["height"] == pytest.approx(0.25)
+    # three.js cylinders are along y: the placement must map y onto the body's z axis
+    assert Tc[:3, :3] @ [0, 1, 0] == pytest.approx([0, 0, 1])
+    (_, caps, _), = geometry_objects(by_name["caps"])
+    v = caps.geometry.vertices
+    assert v.min(axis=0) == pytest.approx([-0.05, -0.05, -0.2], abs=2e-3)
+    assert v.max(axis=0) == pytest.approx([0.05, 0.05, 0.2], abs=2e-3)
+    (_, ground, Tg), = geometry_objects(by_name["ground"])
+    gd = ground.lower()["geometries"][0]
+    top = Tg[2, 3] + gd["depth"] / 2
+    assert -5e-3 < top < 0 and gd["width"] >= 10
+
+
+def test_meshes_stl_obj_dae_load_with_trimesh():
+    import trimesh
+    stl = robot_file("g1_description/meshes/pelvis.STL")
+    (v, f, c), = load_mesh(stl)
+    ref = trimesh.load(stl)
+    assert v.shape == ref.vertices.shape and f.shape == ref.faces.shape and c is None
+    obj = robot_file("laikago_description/meshes/calf.obj")
+    parts = load_mesh(obj)
+    assert sum(len(p[1]) for p in parts) == len(trimesh.load(obj, force="mesh").faces)
+    pytest.importorskip("collada", reason="DAE needs pycollada")
+    dae = robot_file("go1_description/meshes/thigh.dae")
+    parts = load_mesh(dae)
+    ref = trimesh.load(dae)
+    assert sum(len(p[1]) for p in parts) == sum(len(g.faces) for g in ref.dump())
+    # the file's material colour is used
+    assert parts[0][2] is not None and len(parts[0][2]) == 4
+
+
+def test_urdf_robot_draws_every_visual_mesh_with_its_color():
+    urdf, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    b.add_urdf("g1", urdf, package_dirs=dirs, position=(0, 0, 0.8))
+    w = b.build()
+    v = viewer.MeshcatViewer(w, server=False)
+    objs = [umsgpack.unpackb(data) for _, data in v._objects]
+    assert len(objs) == len(w.visuals)
+    colors = {o["object"]["materials"][0]["color"] for o in objs}
+    expect = {(int(round(255 * g.color[0])) << 16) | (int(round(255 * g.color[1])) << 8) | int(round(255 * g.color[2]))
+              for g in w.visuals}
+    assert colors == expect
+    assert len(v._bodies) == len({g.body for g in w.visuals if g.body >= 0})
+
+
+def test_missing_mesh_file_is_named(tmp_path):
+    src = robot_file("g1_description/meshes/pelvis.STL")
+    path = tmp_path / "part.stl"
+    shutil.copy(src, path)
+    b = simstep.WorldBuilder()
+    b.add_mesh("part", path, position=(0, 0, 1))
+    w = b.build()
+    os.remove(path)
+    with pytest.raises(FileNotFoundError, match=re.escape(str(path))):
+        viewer.MeshcatViewer(w, server=False)
+
+
+@pytest.mark.parametrize("name,content", [("part.3ds", b"\x4d\x4d" * 64), ("part", b"solid x\n")])
+def test_unsupported_mesh_format_is_named(tmp_path, name, content):
+    w = box_world(ground=False)
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    g = next(g for g in w.visuals if g.name == "red")
+    g.kind, g.mesh = "mesh", str(bad)
+    with pytest.raises(viewer.MeshError, match="unsupported mesh format.*" + re.escape(str(bad))):
+        viewer.MeshcatViewer(w, server=False)
+
+
+def test_corrupt_mesh_file_is_named(tmp_path):
+    w = box_world(ground=False)
+    bad = tmp_path / "broken.obj"
+    bad.write_bytes(b"this is not an obj file\x00\x01")
+    g = next(g for g in w.visuals if g.name == "red")
+    g.kind, g.mesh = "mesh", str(bad)
+    with pytest.raises(viewer.MeshError, match=re.escape(str(bad))):
+        viewer.MeshcatViewer(w, server=False)
+
+
+def test_bad_arguments():
+    w = box_world()
+    with pytest.raises(TypeError):
+        viewer.MeshcatViewer(object(), server=False)
+    with pytest.raises(ValueError, match="geometry"):
+        viewer.MeshcatViewer(w, server=False, geometry="wire")
+    with pytest.raises(ValueError, match="fps"):
+        viewer.MeshcatViewer(w, server=False, fps=0)
+    v = viewer.MeshcatViewer(w, server=False)
+    with pytest.raises(ValueError, match="shape"):
+        v.display(np.zeros(3))
+    q = w.q0.copy()
+    q[3:7] = [0, 0, 0, 2]
+    with pytest.raises(ValueError, match="unit"):
+        v.display(q)
+    with pytest.raises(ValueError, match="shape"):
+        v.play((np.arange(3.0), np.zeros((3, 2))))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        v.play((np.array([0.0, 1.0, 0.5]), np.tile(w.q0, (3, 1))))
+    with pytest.raises(TypeError, match="trajectory"):
+        v.play(42)
+    with pytest.raises(ValueError, match="positions"):
+        v.draw_contacts(np.array([[np.nan, 0, 0]]))
+
+
+# ------------------------------------------------------------------ animation and export
+def falling_trajectory(w, k=120, T=2.0):
+    t = np.linspace(0.0, T, k)
+    Q = np.tile(w.q0, (k, 1))
+    Q[:, 2] += 1.0 - 0.5 * 9.81 * np.minimum(t, 0.4) ** 2
+    ang = 1.5 * t
+    Q[:, 3:7] = np.stack([np.zeros(k), np.zeros(k), np.sin(ang / 2), np.cos(ang / 2)], 1)
+    return types.SimpleNamespace(t=t, q=Q)
+
+
+def test_animation_tracks_follow_forward_kinematics():
+    w = box_world()
+    v = viewer.MeshcatViewer(w, server=False)
+    traj = falling_trajectory(w)
+    _, data, _ = v._animation(traj, fps=30.0)
+    cmd = umsgpack.unpackb(data)
+    assert cmd["type"] == "set_animation"
+    anims = {a["path"]: a["clip"] for a in cmd["animations"]}
+    red = anims[v.root + "/bodies/red"]
+    tracks = {tr["name"]: tr for tr in red["tracks"]}
+    times = np.frombuffer(tracks[".position"]["times"].data, "<f4")
+    assert times[0] == 0 and times[-1] == pytest.approx(2.0) and np.all(np.diff(times) > 0)
+    assert np.diff(times).max() <= 1 / 30 + 0.02   # sampled at ≈ 30 fps of simulated time: real-time playback
+    pos = np.frombuffer(tracks[".position"]["values"].data, "<f4").reshape(-1, 3)
+    quat = np.frombuffer(tracks[".quaternion"]["values"].data, "<f4").reshape(-1, 4)
+    b = w.model.body_index("red")
+    for j, tj in enumerate(times):
+        i = int(np.argmin(np.abs(traj.t - tj)))
+        oR, op = models.forward_kinematics(w.model, traj.q[i])
+        assert pos[j] == pytest.approx(op[b], abs=1e-5)
+        assert simstep.quat_to_matrix(quat[j] / np.linalg.norm(quat[j])) == pytest.approx(oR[b], abs=1e-5)
+
+
+def test_export_html_is_self_contained(tmp_path):
+    w = box_world()
+    v = viewer.MeshcatViewer(w, server=False)
+    path = v.export_html(tmp_path / "replay.html", falling_trajectory(w))
+    html = open(path, encoding="utf-8").read()
+    with open(viewer.scene.viewer_js_path(), encoding="utf-8") as f:
+        assert f.read() in html                      # meshcat's bundle inline
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", html))
+    assert all(u.startswith("http://www.w3.org/") for u in urls), urls
+    cmds = decode_commands(html)
+    kinds = [c["type"] for c in cmds]
+    assert kinds.count("set_object") == len(w.visuals)
+    assert kinds[-1] == "set_animation"
+    # the module function needs no viewer object
+    p2 = viewer.export_html(w, tmp_path / "still.html")
+    assert "set_animation" not in [c["type"] for c in decode_commands(open(p2).read())]
+
+
+def test_contact_arrows_from_collision_style_contacts():
+    rng = np.random.default_rng(3)
+    k = 4
+    frames = np.stack([random_rotation(rng) for _ in range(k)])
+    lam = rng.normal(size=(k, 3))
+    c = types.SimpleNamespace(position=rng.normal(size=(k, 3)), frame=frames)
+    P, F = contact_arrows(c, lam, dt=1e-3)
+    for i in range(k):
+        world = lam[i, 0] * frames[i, :, 0] + lam[i, 1] * frames[i, :, 1] + lam[i, 2] * frames[i, :, 2]
+        assert F[i] == pytest.approx(world / 1e-3)
+    assert P == pytest.approx(c.position)
+    P2, F2 = contact_arrows(c)
+    assert F2 is None and len(P2) == k
+
+
+def test_contact_overlays_tip_at_force(tmp_path):
+    w = box_world()
+    v = viewer.MeshcatViewer(w, server=False, contacts=True, force_scale=0.01, max_arrow=1.0)
+    P = np.array([[0.1, 0.2, 0.0], [0.3, -0.1, 0.0], [0.0, 0.0, 0.4]])
+    F = np.array([[0.0, 0.0, 30.0], [5.0, 0.0, 20.0], [-10.0, 3.0, 0.0]])
+    v.draw_contacts(P, F)
+    for i in range(3):
+        node = v._record.nodes[f"{v.root}_contacts/forces/{i}"]
+        T = np.array(umsgpack.unpackb(node["transform"])["matrix"]).reshape(4, 4).T
+        assert T @ [0, 0, 1, 1] == pytest.approx(np.r_[P[i] + 0.01 * F[i], 1])   # unit arrow tip
+        assert T @ [0, 0, 0, 1] == pytest.approx(np.r_[P[i], 1])
+    v.draw_contacts(P[:1], F[:1])
+    assert list(v._shown["points"]) == [True, False, False]
+    assert list(v._shown["forces"]) == [True, False, False]
+    # contacts in an animation: one entry per trajectory sample
+    traj = falling_trajectory(w, k=30)
+    contacts = [(P[: i % 4], F[: i % 4]) for i in range(30)]
+    html = open(v.export_html(tmp_path / "c.html", traj, contacts=contacts, fps=15)).read()
+    anim = decode_commands(html)[-1]
+    paths = {a["path"] for a in anim["animations"]}
+    assert {f"{v.root}_contacts/forces/{i}" for i in range(3)} <= paths
+
+
+# ------------------------------------------------------------------ live server without a browser
+@pytest.fixture
+def live_viewer():
+    v = viewer.MeshcatViewer(box_world(), fps=50.0)
+    yield v
+    v.close()
+
+
+def test_live_update_is_throttled_and_acknowledged(live_viewer):
+    v = live_viewer
+    q = v.world.q0.copy()
+    n0 = v.frames_sent
+    t_end = time.perf_counter() + 0.5
+    calls = 0
+    while time.perf_counter() < t_end:
+        q[2] = 0.2 + 0.1 * calls * 1e-5
+        v.update(q, t=calls * 1e-3)
+        calls += 1
+    sent = v.frames_sent - n0
+    assert calls > 20 * sent            # almost every call returned without sending
+    assert 10 <= sent <= 30             # ≈ 0.5 s x 50 fps
+    assert v.flush(5.0)                 # the server took every frame
+    assert v._channel.errors == []
+
+
+@pytest.mark.filterwarnings("ignore:meshcat server.*not keeping up")
+def test_viewer_without_browser_does_not_block(live_viewer):
+    v = live_viewer
+    q = v.world.q0.copy()
+    t0 = time.perf_counter()
+    for i in range(2000):
+        q[0] = 1e-4 * i
+        v.update(q, force=True)       # a frame every call, nobody watching
+    assert time.perf_counter() - t0 < 20.0
+    assert v.flush(10.0)
+
+
+def test_stalled_server_does_not_block(live_viewer):
+    v = live_viewer
+    pid = v._proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        q = v.world.q0.copy()
+        t0 = time.perf_counter()
+        with pytest.warns(RuntimeWarning, match="not keeping up"):
+            for i in range(3000):
+                q[0] = 1e-4 * i
+                v.update(q, force=True)
+        assert time.perf_counter() - t0 < 20.0
+        assert v._channel.dropped > 0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert v.flush(10.0)
+
+
+def test_dead_server(live_viewer):
+    v = live_viewer
+    v._proc.kill()
+    v._proc.wait()
+    with pytest.warns(RuntimeWarning, match="exited"):
+        assert v.update(v.world.q0, force=True)
+    v.update(v.world.q0, force=True)   # silent no-op from now on
+    with pytest.raises(viewer.ViewerConnectionError, match="tcp://127.0.0.1:1"):
+        viewer.MeshcatViewer(box_world(), zmq_url="tcp://127.0.0.1:1", timeout=0.5)
+
+
+def test_second_viewer_connects_to_running_server(live_viewer):
+    v2 = viewer.MeshcatViewer(box_world(), zmq_url=live_viewer.zmq_url, timeout=5.0)
+    try:
+        assert v2.url == live_viewer.url
+        v2.display(v2.world.q0)
+    finally:
+        v2.close()
+
+
+def test_realtime_update_waits_for_simulated_time(live_viewer):
+    v = live_viewer
+    v.realtime = True
+    t0 = time.perf_counter()
+    for i in range(301):
+        v.update(v.world.q0, t=i * 1e-3)
+    assert time.perf_counter() - t0 >= 0.29

@@ -1,0 +1,110 @@
+"""Screenshots of viewer pages with headless Chromium (Debian's ``chromium`` package).
+
+``python -m viewer.screenshot [--out docs]`` writes the README's pictures of the box
+pyramid and of G1. `screenshot` also serves the browser tests.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# headless, software WebGL, nothing fetched but the page itself
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+                  "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
+
+
+def find_chromium():
+    """Path of a Chromium binary ($SIMSTEP_CHROMIUM, /usr/bin/chromium, or on PATH), or None."""
+    for c in (os.environ.get("SIMSTEP_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
+              shutil.which("chromium-browser")):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def screenshot(url, png_path, size=(960, 720), budget_ms=3000, timeout=120, chromium=None):
+    """Load `url` (http:// or file://) in headless Chromium with a fresh profile, let it run
+    `budget_ms` of virtual time (scripts, websocket, WebGL frames), and save a PNG."""
+    exe = chromium or find_chromium()
+    if exe is None:
+        raise FileNotFoundError("chromium not found: install Debian's package (apt-get install -y chromium)")
+    png_path = os.path.abspath(os.fspath(png_path))
+    os.makedirs(os.path.dirname(png_path), exist_ok=True)
+    if os.path.exists(png_path):
+        os.remove(png_path)
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        cmd = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
+               f"--virtual-time-budget={int(budget_ms)}", f"--screenshot={png_path}", url]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                 stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"chromium did not finish within {timeout} s loading {url}") from None
+    if not os.path.isfile(png_path):
+        tail = "\n".join((out.stderr or "").strip().splitlines()[-15:])
+        raise RuntimeError(f"chromium wrote no screenshot of {url} (exit {out.returncode}):\n{tail}")
+    return png_path
+
+
+def screenshot_world(world, png_path, q=None, size=(960, 720), camera=None, budget_ms=3000, **viewer_options):
+    """Picture of `world` at q (default world.q0) from its exported HTML page.
+    camera: optional (position, target)."""
+    from .meshcat_viewer import MeshcatViewer
+    v = MeshcatViewer(world, server=False, **viewer_options)
+    if camera is not None:
+        v.set_camera(*camera)
+    if q is not None:
+        v.display(q)
+    with tempfile.TemporaryDirectory(prefix="viewer-shot-") as d:
+        page = v.export_html(os.path.join(d, "scene.html"))
+        return screenshot("file://" + page, png_path, size=size, budget_ms=budget_ms)
+
+
+def compress_png(path, colors=256):
+    """Re-save a PNG with an adaptive palette (for small pictures in docs/)."""
+    from PIL import Image
+    img = Image.open(path).convert("RGB")
+    img.quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(path, optimize=True)
+    return path
+
+
+def _pyramid_world():
+    import scenes
+    if hasattr(scenes, "box_pyramid"):
+        return scenes.box_pyramid()
+    raise RuntimeError("scenes.box_pyramid() is not available yet")
+
+
+def _g1_world():
+    import models
+    import simstep
+    urdf, package_dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    b.add_urdf("g1", urdf, package_dirs=package_dirs, position=(0, 0, 0.8))
+    return b.build()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Screenshots of the viewer for the README (needs chromium).")
+    p.add_argument("--out", default="docs", help="output folder (default: docs)")
+    p.add_argument("--size", default="960x720", help="width x height in pixels")
+    p.add_argument("which", nargs="*", default=["box_pyramid", "g1"], choices=["box_pyramid", "g1"])
+    a = p.parse_args(argv)
+    w, h = (int(x) for x in a.size.lower().split("x"))
+    makers = {"box_pyramid": _pyramid_world, "g1": _g1_world}
+    for name in a.which:
+        path = os.path.join(a.out, f"viewer_{name}.png")
+        screenshot_world(makers[name](), path, size=(w, h))
+        compress_png(path)
+        print(f"{path}: {os.path.getsize(path) // 1024} kB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

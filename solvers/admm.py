@@ -101,6 +101,22 @@ def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_pr
     return rp, rd, rc, xn, zn
 
 
+@njit(cache=True)
+def warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, ncp):
+    """Largest NCP residual of the warm start (λ = xw, σ = zw + s) and of λ = 0 (σ = g + s)."""
+    m = g.shape[0]
+    s = np.zeros(m)
+    sw, sc = zw.copy(), g.copy()
+    if ncp:
+        desaxce_kernel(kind, start, param, zw, s)
+        sw += s
+        desaxce_kernel(kind, start, param, g, s)
+        sc += s
+    a = ncp_residuals_kernel(kind, start, size, param, xw, sw)
+    b = ncp_residuals_kernel(kind, start, size, param, np.zeros(m), sc)
+    return max(a[0], a[1], a[2]), max(b[0], b[1], b[2])
+
+
 def power_iteration(matvec, m, iters=20, rng=0):
     """Estimate of the largest eigenvalue of the PSD operator `matvec` (m × m)."""
     x = np.random.default_rng(rng).normal(size=m)
@@ -131,7 +147,10 @@ class ADMMSolver:
         self.settings.check()
         self.rho_power = self.settings.rho_power
 
-    def solve(self, op, g, cones: ConeSet, compliance=None, x0=None, record=False):
+    def solve(self, op, g, cones: ConeSet, compliance=None, x0=None, record=False, max_eigenvalue=None):
+        """Solve the NCP (or its convex relaxation) for λ. compliance: R_c (m,) or None;
+        x0: warm start (kept only if its residual beats λ = 0); max_eigenvalue: λ_max(G) if
+        the caller has an estimate (else the operator's own estimate is used)."""
         st = self.settings
         t0 = time.perf_counter()
         g = np.ascontiguousarray(g, dtype=float)
@@ -139,45 +158,49 @@ class ADMMSolver:
         if cones.m != m:
             raise ValueError(f"cone set has {cones.m} rows, g has {m}")
         kind, start, size, param = cones.arrays()
-        Rc = np.zeros(m) if compliance is None else np.broadcast_to(np.asarray(compliance, float), (m,)).copy()
         if m == 0:
             return ADMMResult(np.zeros(0), np.zeros(0), 0, True, 0.0, 0.0, 0.0, 0.0, 0, 0.0, False, 0.0)
         if not np.all(np.isfinite(g)):
             raise ValueError("g contains NaN or inf")
+        Rc = None if compliance is None or not np.any(compliance) else \
+            np.broadcast_to(np.asarray(compliance, float), (m,)).copy()
 
-        L = op.max_eigenvalue() if hasattr(op, "max_eigenvalue") else power_iteration(op.matvec, m, st.eig_iters)
-        L = max(float(L), 1e-12)
-        mm = st.mu_prox + float(Rc.min())
+        if max_eigenvalue is not None:
+            L = float(max_eigenvalue)
+        elif hasattr(op, "max_eigenvalue"):
+            L = float(op.max_eigenvalue())
+        else:
+            L = power_iteration(op.matvec, m, st.eig_iters)
+        L = max(L, 1e-12)
+        mm = st.mu_prox + (0.0 if Rc is None else float(Rc.min()))
         cond = max(L / mm, 1.0 + 1e-12)
         rho = np.sqrt(L * mm) * cond ** self.rho_power
         step = cond ** st.rho_power_factor
 
-        # initial point: warm start if it has a smaller NCP residual than λ = 0
+        # start point: the warm start if its NCP residual beats λ = 0 (one matvec, reused for z)
         warm = False
         x = np.zeros(m)
         s_vec = np.zeros(m)
+        z = g.copy()
         if st.warm_start and x0 is not None and np.any(x0):
-            x0 = cones.project(np.asarray(x0, float))
-            sig0 = op.matvec(x0) + Rc * x0 + g
-            if st.ncp:
-                desaxce_kernel(kind, start, param, sig0, s_vec)
-                sig0 = sig0 + s_vec
-            r_warm = max(ncp_residuals_kernel(kind, start, size, param, x0, sig0))
-            sig_cold = g.copy()
-            if st.ncp:
-                desaxce_kernel(kind, start, param, sig_cold, s_vec)
-                sig_cold = sig_cold + s_vec
-            r_cold = max(ncp_residuals_kernel(kind, start, size, param, np.zeros(m), sig_cold))
+            xw = cones.project(np.asarray(x0, float))
+            zw = op.matvec(xw) + g
+            if Rc is not None:
+                zw += Rc * xw
+            r_warm, r_cold = warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, st.ncp)
             if r_warm < r_cold:
-                x, warm = x0, True
-        y = cones.project(x)
-        z = (op.matvec(y) + Rc * y + g) if warm else g.copy()   # σ of the start point
+                x, z, warm = xw, zw, True
+        y = x.copy()
         if st.ncp:
             desaxce_kernel(kind, start, param, z, s_vec)
             z += s_vec
             desaxce_kernel(kind, start, param, z, s_vec)          # step 1 for the first iteration
         trho = st.tau * rho
-        op.update_damping(Rc + st.mu_prox + trho)
+
+        def damping(trho):
+            return st.mu_prox + trho if Rc is None else Rc + (st.mu_prox + trho)
+
+        op.update_damping(damping(trho))
         rhs = -(g + s_vec) + trho * y + st.mu_prox * x + z
         x_prev = x.copy()
         s_work = np.empty(m)
@@ -210,7 +233,7 @@ class ADMMSolver:
                 new_trho = st.tau * rho
                 rhs += (new_trho - trho) * y      # rhs depends on τρ through τρ y
                 trho = new_trho
-                op.update_damping(Rc + st.mu_prox + trho)
+                op.update_damping(damping(trho))
                 n_updates += 1
         if st.keep_rho_power:
             self.rho_power = float(np.log(rho / np.sqrt(L * mm)) / np.log(cond))

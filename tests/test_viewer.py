@@ -357,3 +357,33 @@ def test_realtime_update_waits_for_simulated_time(live_viewer):
     for i in range(301):
         v.update(v.world.q0, t=i * 1e-3)
     assert time.perf_counter() - t0 >= 0.29
+
+
+# ------------------------------------------------------------------ with the simulator
+def test_simulator_run_live_play_and_contact_forces(live_viewer):
+    v = live_viewer
+    v.show_contacts = True
+    w = v.world
+    sim = simstep.Simulator(w, dt=1e-3)
+    n0 = v.frames_sent
+    sim.run(200, viewer=v)                       # the simulator's live hook
+    assert v.frames_sent > n0
+    v.update(sim.q, sim.t, contacts=sim.contacts, dt=sim.dt, force=True)
+    c = sim.contacts
+    assert len(c) > 0
+    for i in range(len(c)):
+        node = v._record.nodes[f"{v.root}_contacts/points/{i}"]
+        T = np.array(umsgpack.unpackb(node["transform"])["matrix"]).reshape(4, 4).T
+        assert T[:3, 3] == pytest.approx(c.position[i])
+        f = c.frame[i] @ c.impulse[i] / sim.dt
+        if v._shown["forces"][i]:
+            node = v._record.nodes[f"{v.root}_contacts/forces/{i}"]
+            T = np.array(umsgpack.unpackb(node["transform"])["matrix"]).reshape(4, 4).T
+            tip = c.position[i] + min(np.linalg.norm(f) * v.force_scale, v.max_arrow) * f / np.linalg.norm(f)
+            assert (T @ [0, 0, 1, 1])[:3] == pytest.approx(tip, abs=1e-9)
+    traj = sim.run(100, record=True)
+    v.play(traj)
+    assert v.flush(5.0) and v._channel.errors == []
+    anim = umsgpack.unpackb(v._record.animation)
+    times = np.frombuffer(anim["animations"][0]["clip"]["tracks"][0]["times"].data, "<f4")
+    assert times[-1] == pytest.approx(traj.t[-1] - traj.t[0], rel=1e-5)

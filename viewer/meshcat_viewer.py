@@ -308,11 +308,12 @@ class MeshcatViewer:
         self._channel.close()
         self._channel = None
 
-    def update(self, q, t=None, contacts=None, force=False):
+    def update(self, q, t=None, contacts=None, dt=None, force=False):
         """Live hook, cheap enough to call every simulation step: sends the pose only when a
         frame is due at `fps` (wall clock), else returns at once. Never waits for the
-        browser or the server. Returns True if a frame was sent. contacts: drawn if the
-        viewer was made with ``contacts=True`` (see `contact_arrows` for the formats)."""
+        browser or the server (with ``realtime=True`` it sleeps to keep pace with t).
+        Returns True if a frame was sent. contacts: drawn if the viewer was made with
+        ``contacts=True`` (formats: `contact_arrows`); dt turns impulses into forces."""
         now = time.perf_counter()
         if self.realtime and t is not None:
             if self._sync is None:
@@ -326,15 +327,15 @@ class MeshcatViewer:
         self._next_frame = now + self._period
         self._send_pose(q)
         if self.show_contacts and contacts is not None:
-            self.draw_contacts(*contact_arrows(contacts))
+            self.draw_contacts(*contact_arrows(contacts, dt=dt))
         return True
 
-    def display(self, q, contacts=None):
+    def display(self, q, contacts=None, dt=None):
         """Show configuration q (and contacts, if enabled) now, and wait for the server to take it."""
         q = self.model.check_q(q)
         self._send_pose(q)
         if self.show_contacts and contacts is not None:
-            self.draw_contacts(*contact_arrows(contacts))
+            self.draw_contacts(*contact_arrows(contacts, dt=dt))
         if not self.flush():
             warnings.warn("the meshcat server did not acknowledge the pose in time", RuntimeWarning, stacklevel=2)
 
@@ -443,7 +444,7 @@ class MeshcatViewer:
             return
         center = 0.5 * (lo + hi)
         radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
-        direction = np.array([1.0, 0.55, 0.5])
+        direction = np.array([0.7, -1.0, 0.55])
         dist = 0.9 * radius / math.sin(math.radians(75.0 / 2))
         self.set_camera(center + dist * direction / np.linalg.norm(direction), center)
 

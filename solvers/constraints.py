@@ -321,65 +321,80 @@ def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB
                 kA[r, :] = 0.0
                 kB[r, :] = 0.0
             continue
-        R = np.empty((3, 3))
-        p1 = np.empty(3)
-        p2 = np.empty(3)
+        # world anchors p₁, p₂ and the row frame R (columns = row directions), without allocating
+        R00 = R01 = R02 = R10 = R11 = R12 = R20 = R21 = R22 = 0.0
         if kind == 0:
-            for i in range(3):
-                p1[i] = f[i]
-                p2[i] = f[i]
-                for j in range(3):
-                    R[i, j] = f[3 + 3 * i + j]
+            x1, y1, z1 = f[0], f[1], f[2]
+            x2, y2, z2 = x1, y1, z1
+            R00, R01, R02, R10, R11, R12, R20, R21, R22 = f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11]
         else:
-            # anchor 1 and 2 in the world: p = oR r + op, R₁ = oR Q₁
-            for i in range(3):
-                s1 = 0.0
-                s2 = 0.0
-                for j in range(3):
-                    if b1 >= 0:
-                        s1 += oR[b1, i, j] * f[j]
-                    if b2 >= 0:
-                        s2 += oR[b2, i, j] * f[12 + j]
-                p1[i] = s1 + op[b1, i] if b1 >= 0 else f[i]
-                p2[i] = s2 + op[b2, i] if b2 >= 0 else f[12 + i]
-                for j in range(3):
-                    if b1 >= 0:
-                        s = 0.0
-                        for k in range(3):
-                            s += oR[b1, i, k] * f[3 + 3 * k + j]
-                        R[i, j] = s
-                    else:
-                        R[i, j] = f[3 + 3 * i + j]
+            if b1 >= 0:
+                A = oR[b1]
+                x1 = A[0, 0] * f[0] + A[0, 1] * f[1] + A[0, 2] * f[2] + op[b1, 0]
+                y1 = A[1, 0] * f[0] + A[1, 1] * f[1] + A[1, 2] * f[2] + op[b1, 1]
+                z1 = A[2, 0] * f[0] + A[2, 1] * f[1] + A[2, 2] * f[2] + op[b1, 2]
+                R00 = A[0, 0] * f[3] + A[0, 1] * f[6] + A[0, 2] * f[9]
+                R01 = A[0, 0] * f[4] + A[0, 1] * f[7] + A[0, 2] * f[10]
+                R02 = A[0, 0] * f[5] + A[0, 1] * f[8] + A[0, 2] * f[11]
+                R10 = A[1, 0] * f[3] + A[1, 1] * f[6] + A[1, 2] * f[9]
+                R11 = A[1, 0] * f[4] + A[1, 1] * f[7] + A[1, 2] * f[10]
+                R12 = A[1, 0] * f[5] + A[1, 1] * f[8] + A[1, 2] * f[11]
+                R20 = A[2, 0] * f[3] + A[2, 1] * f[6] + A[2, 2] * f[9]
+                R21 = A[2, 0] * f[4] + A[2, 1] * f[7] + A[2, 2] * f[10]
+                R22 = A[2, 0] * f[5] + A[2, 1] * f[8] + A[2, 2] * f[11]
+            else:
+                x1, y1, z1 = f[0], f[1], f[2]
+                R00, R01, R02, R10, R11, R12, R20, R21, R22 = f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11]
             if kind == 2:
-                for i in range(3):
-                    p2[i] = p1[i]
+                x2, y2, z2 = x1, y1, z1
+            elif b2 >= 0:
+                B = oR[b2]
+                x2 = B[0, 0] * f[12] + B[0, 1] * f[13] + B[0, 2] * f[14] + op[b2, 0]
+                y2 = B[1, 0] * f[12] + B[1, 1] * f[13] + B[1, 2] * f[14] + op[b2, 1]
+                z2 = B[2, 0] * f[12] + B[2, 1] * f[13] + B[2, 2] * f[14] + op[b2, 2]
+            else:
+                x2, y2, z2 = f[12], f[13], f[14]
         for r in range(nr):
             row = r0 + r
-            t0, t1, t2 = R[0, r % 3], R[1, r % 3], R[2, r % 3]
-            if r < 3:
-                a = np.array((t0, t1, t2, p1[1] * t2 - p1[2] * t1, p1[2] * t0 - p1[0] * t2, p1[0] * t1 - p1[1] * t0))
-                b = -np.array((t0, t1, t2, p2[1] * t2 - p2[2] * t1, p2[2] * t0 - p2[0] * t2, p2[0] * t1 - p2[1] * t0))
+            col = r % 3
+            if col == 0:
+                t0, t1, t2 = R00, R10, R20
+            elif col == 1:
+                t0, t1, t2 = R01, R11, R21
             else:
-                a = np.array((0.0, 0.0, 0.0, t0, t1, t2))
-                b = -a
+                t0, t1, t2 = R02, R12, R22
+            if r < 3:   # point velocity rows: (t, p × t)
+                a0, a1, a2 = t0, t1, t2
+                a3, a4, a5 = y1 * t2 - z1 * t1, z1 * t0 - x1 * t2, x1 * t1 - y1 * t0
+                c0, c1, c2 = -t0, -t1, -t2
+                c3, c4, c5 = -(y2 * t2 - z2 * t1), -(z2 * t0 - x2 * t2), -(x2 * t1 - y2 * t0)
+            else:       # angular rows: (0, t)
+                a0 = a1 = a2 = 0.0
+                a3, a4, a5 = t0, t1, t2
+                c0 = c1 = c2 = 0.0
+                c3, c4, c5 = -t0, -t1, -t2
             if b1 >= 0 and b1 == b2:
                 la[row] = b1
                 lb[row] = -1
-                kA[row, :] = a + b
+                kA[row, 0] = a0 + c0; kA[row, 1] = a1 + c1; kA[row, 2] = a2 + c2
+                kA[row, 3] = a3 + c3; kA[row, 4] = a4 + c4; kA[row, 5] = a5 + c5
                 kB[row, :] = 0.0
             elif b1 >= 0:
                 la[row] = b1
                 lb[row] = b2
-                kA[row, :] = a
+                kA[row, 0] = a0; kA[row, 1] = a1; kA[row, 2] = a2
+                kA[row, 3] = a3; kA[row, 4] = a4; kA[row, 5] = a5
                 if b2 >= 0:
-                    kB[row, :] = b
+                    kB[row, 0] = c0; kB[row, 1] = c1; kB[row, 2] = c2
+                    kB[row, 3] = c3; kB[row, 4] = c4; kB[row, 5] = c5
                 else:
                     kB[row, :] = 0.0
             else:
                 la[row] = b2
                 lb[row] = -1
                 if b2 >= 0:
-                    kA[row, :] = b
+                    kA[row, 0] = c0; kA[row, 1] = c1; kA[row, 2] = c2
+                    kA[row, 3] = c3; kA[row, 4] = c4; kA[row, 5] = c5
                 else:
                     kA[row, :] = 0.0
                 kB[row, :] = 0.0

@@ -135,46 +135,106 @@ def dense_jacobian_kernel(jint, S, la, lb, kA, kB, dof, sg, J):
 
 
 # --------------------------------------------------------------------------- Λ_R: assembly
-@njit(cache=True)
-def assemble_unit_kernel(la, lb, kA, kB, dof, row_slot, nbody, nslots, nv):
-    """Σ_e K_eⁱᵀ K_eⁱ per link (Pd), Σ K_eⁱᵀ K_eʲ per coupling slot (Po) and the number of
-    joint rows per dof (Pj): the constraint inertias of Alg. 4 lines 3–11 for unit damping.
-    Depends on q only; a scalar damping then scales them (Λ'_R re-evaluation)."""
-    Pd = np.zeros((nbody, 6, 6))
-    Po = np.zeros((nslots, 6, 6))
-    Pj = np.zeros(nv)
-    for r in range(la.shape[0]):
-        if dof[r] >= 0:
-            Pj[dof[r]] += 1.0
-            continue
-        a = la[r]
-        if a < 0:
-            continue
-        for i in range(6):
-            ka = kA[r, i]
-            for j in range(6):
-                Pd[a, i, j] += ka * kA[r, j]
-        b = lb[r]
-        if b >= 0:
-            for i in range(6):
-                kb = kB[r, i]
-                for j in range(6):
-                    Pd[b, i, j] += kb * kB[r, j]
-            s = row_slot[r]
-            if a < b:
-                for i in range(6):
-                    for j in range(6):
-                        Po[s, i, j] += kA[r, i] * kB[r, j]
-            else:
-                for i in range(6):
-                    for j in range(6):
-                        Po[s, i, j] += kB[r, i] * kA[r, j]
-    return Pd, Po, Pj
+@njit(cache=True, inline="always")
+def _outer_add(P, i, k, w, x, y):
+    """P[i] += w x yᵀ for 6-vectors (rows of kA/kB)."""
+    for a in range(6):
+        xa = w * x[a]
+        for b in range(6):
+            P[i, a, b] += xa * y[b]
 
 
 @njit(cache=True)
-def assemble_scalar_kernel(H, armature, Pd, Po, Pj, rho, Hd, Ho, Dj):
-    """Alg. 4 lines 1–11 for R = ρ I: H_{i,i} = Hᵢ + ρ Σ KᵀK, H_{i,j} = ρ Σ KᵢᵀKⱼ, D = armature + ρ 𝒦ᵀ𝒦."""
+def assemble_kernel(mode, rho, Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot,
+                    la, lb, kA, kB, dof, Pd, Po, Pj, Hd, Ho, Dj):
+    """Constraint inertias of Alg. 4 lines 1–11: H_{i,i} = Hᵢ + Σ_e K_eⁱᵀ R_e K_eⁱ,
+    H_{i,j} = Σ_e K_eⁱᵀ R_e K_eʲ (coupling slots), 𝒟 = armature + Σ 𝒦ᵀ R 𝒦 (joint rows).
+
+    mode 2: R = diag(Rv), row by row. mode 1: first the unit-damping sums Pd, Po, Pj (depend
+    on q only, kept for later), then mode 0: R = ρ I from them, O(n + slots). For a contact the
+    three rows share the point p and an orthonormal frame, so Σ_r k_r k_rᵀ = [[I, −p̂], [p̂, −p̂²]]
+    and its coupling block is the negative of that.
+    """
+    nbk = cb_kind.shape[0]
+    if mode == 2:
+        Hd[:, :, :] = H
+        Ho[:, :, :] = 0.0
+        for k in range(Dj.shape[0]):
+            Dj[k] = armature[k]
+        for c in range(nbk):
+            for r in range(cb_row[c], cb_row[c] + cb_nrows[c]):
+                w = Rv[r]
+                if dof[r] >= 0:
+                    Dj[dof[r]] += w
+                    continue
+                a = la[r]
+                if a < 0:
+                    continue
+                _outer_add(Hd, a, 0, w, kA[r], kA[r])
+                b = lb[r]
+                if b >= 0:
+                    _outer_add(Hd, b, 0, w, kB[r], kB[r])
+                    s = cb_slot[c]
+                    if a < b:
+                        _outer_add(Ho, s, 0, w, kA[r], kB[r])
+                    else:
+                        _outer_add(Ho, s, 0, w, kB[r], kA[r])
+        return
+    if mode == 1:
+        Pd[:, :, :] = 0.0
+        Po[:, :, :] = 0.0
+        Pj[:] = 0.0
+        for c in range(nbk):
+            r0, nr = cb_row[c], cb_nrows[c]
+            if cb_kind[c] == 0:
+                b1, b2 = cb_body[c, 0], cb_body[c, 1]
+                if b1 == b2:
+                    continue
+                px, py, pz = cb_f[c, 0], cb_f[c, 1], cb_f[c, 2]
+                # P = [[I, -p^], [p^, -p^ p^]]
+                for side in range(2):
+                    i = b1 if side == 0 else b2
+                    if i < 0:
+                        continue
+                    Pd[i, 0, 0] += 1.0; Pd[i, 1, 1] += 1.0; Pd[i, 2, 2] += 1.0
+                    Pd[i, 0, 4] += pz; Pd[i, 0, 5] -= py; Pd[i, 1, 3] -= pz
+                    Pd[i, 1, 5] += px; Pd[i, 2, 3] += py; Pd[i, 2, 4] -= px
+                    Pd[i, 4, 0] += pz; Pd[i, 5, 0] -= py; Pd[i, 3, 1] -= pz
+                    Pd[i, 5, 1] += px; Pd[i, 3, 2] += py; Pd[i, 4, 2] -= px
+                    Pd[i, 3, 3] += py * py + pz * pz; Pd[i, 4, 4] += px * px + pz * pz
+                    Pd[i, 5, 5] += px * px + py * py
+                    Pd[i, 3, 4] -= px * py; Pd[i, 4, 3] -= px * py
+                    Pd[i, 3, 5] -= px * pz; Pd[i, 5, 3] -= px * pz
+                    Pd[i, 4, 5] -= py * pz; Pd[i, 5, 4] -= py * pz
+                if b1 >= 0 and b2 >= 0:
+                    s = cb_slot[c]
+                    Po[s, 0, 0] -= 1.0; Po[s, 1, 1] -= 1.0; Po[s, 2, 2] -= 1.0
+                    Po[s, 0, 4] -= pz; Po[s, 0, 5] += py; Po[s, 1, 3] += pz
+                    Po[s, 1, 5] -= px; Po[s, 2, 3] -= py; Po[s, 2, 4] += px
+                    Po[s, 4, 0] -= pz; Po[s, 5, 0] += py; Po[s, 3, 1] += pz
+                    Po[s, 5, 1] -= px; Po[s, 3, 2] -= py; Po[s, 4, 2] += px
+                    Po[s, 3, 3] -= py * py + pz * pz; Po[s, 4, 4] -= px * px + pz * pz
+                    Po[s, 5, 5] -= px * px + py * py
+                    Po[s, 3, 4] += px * py; Po[s, 4, 3] += px * py
+                    Po[s, 3, 5] += px * pz; Po[s, 5, 3] += px * pz
+                    Po[s, 4, 5] += py * pz; Po[s, 5, 4] += py * pz
+                continue
+            for r in range(r0, r0 + nr):
+                if dof[r] >= 0:
+                    Pj[dof[r]] += 1.0
+                    continue
+                a = la[r]
+                if a < 0:
+                    continue
+                _outer_add(Pd, a, 0, 1.0, kA[r], kA[r])
+                b = lb[r]
+                if b >= 0:
+                    _outer_add(Pd, b, 0, 1.0, kB[r], kB[r])
+                    s = cb_slot[c]
+                    if a < b:
+                        _outer_add(Po, s, 0, 1.0, kA[r], kB[r])
+                    else:
+                        _outer_add(Po, s, 0, 1.0, kB[r], kA[r])
     n = H.shape[0]
     for i in range(n):
         for a in range(6):
@@ -189,41 +249,6 @@ def assemble_scalar_kernel(H, armature, Pd, Po, Pj, rho, Hd, Ho, Dj):
         Dj[k] = armature[k] + rho * Pj[k]
 
 
-@njit(cache=True)
-def assemble_vector_kernel(H, armature, la, lb, kA, kB, dof, row_slot, Rv, Hd, Ho, Dj):
-    """Alg. 4 lines 1–11 for a diagonal R = diag(Rv): Hᵢ,ᵢ += Kⁱᵀ R_e Kⁱ, H_{i,j} += Kⁱᵀ R_e Kʲ."""
-    Hd[:, :, :] = H
-    Ho[:, :, :] = 0.0
-    Dj[:] = armature
-    for r in range(la.shape[0]):
-        w = Rv[r]
-        if dof[r] >= 0:
-            Dj[dof[r]] += w
-            continue
-        a = la[r]
-        if a < 0:
-            continue
-        for i in range(6):
-            ka = w * kA[r, i]
-            for j in range(6):
-                Hd[a, i, j] += ka * kA[r, j]
-        b = lb[r]
-        if b >= 0:
-            for i in range(6):
-                kb = w * kB[r, i]
-                for j in range(6):
-                    Hd[b, i, j] += kb * kB[r, j]
-            s = row_slot[r]
-            if a < b:
-                for i in range(6):
-                    for j in range(6):
-                        Ho[s, i, j] += w * kA[r, i] * kB[r, j]
-            else:
-                for i in range(6):
-                    for j in range(6):
-                        Ho[s, i, j] += w * kB[r, i] * kA[r, j]
-
-
 # --------------------------------------------------------------------------- Λ_R: LCABA
 @njit(cache=True, inline="always")
 def _add_block(Ho, s, X, tr):
@@ -235,6 +260,24 @@ def _add_block(Ho, s, X, tr):
         for i in range(6):
             for j in range(6):
                 Ho[s, i, j] += X[i, j]
+
+
+@njit(cache=True, inline="always")
+def _schur(Ya, Yb, na, X):
+    """X = −Ŷaᵀ Ŷb (6×6) for Ŷ of na rows."""
+    if na == 6:
+        for a in range(6):
+            y0, y1, y2, y3, y4, y5 = Ya[0, a], Ya[1, a], Ya[2, a], Ya[3, a], Ya[4, a], Ya[5, a]
+            for b in range(6):
+                X[a, b] = -(y0 * Yb[0, b] + y1 * Yb[1, b] + y2 * Yb[2, b]
+                            + y3 * Yb[3, b] + y4 * Yb[4, b] + y5 * Yb[5, b])
+    else:
+        for a in range(6):
+            for b in range(6):
+                s = 0.0
+                for r in range(na):
+                    s -= Ya[r, a] * Yb[r, b]
+                X[a, b] = s
 
 
 @njit(cache=True)
@@ -253,10 +296,10 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
     variables. Hd (n, 6, 6) and Ho (nslots, 6, 6) are modified in place.
     """
     nsteps = order.shape[0]
-    C = np.empty((12, 6, 6))
+    C = np.empty((16, 6, 6))
     Dm = np.empty((6, 6))
-    Lt = np.empty((6, 6))
     X = np.empty((6, 6))
+    SC = np.empty((6, 6))
     for t in range(nsteps):
         i = order[t]
         p = par[t]
@@ -265,49 +308,62 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
         deg = e1 - e0
         if deg > C.shape[0]:
             C = np.empty((2 * deg, 6, 6))
+        Hi = Hd[i]
         for e in range(deg):
             s = nb_slot[e0 + e]
+            Ce = C[e]
             if e == 0 and p >= 0:
-                for a in range(6):
-                    for b in range(6):
-                        C[e, a, b] = Hd[i, a, b]
-            else:
-                C[e, :, :] = 0.0
-            if s >= 0:
-                if nb_tr[e0 + e]:
-                    for a in range(6):
-                        for b in range(6):
-                            C[e, a, b] += Ho[s, b, a]
+                if s >= 0:
+                    B = Ho[s]
+                    if nb_tr[e0]:
+                        for a in range(6):
+                            for b in range(6):
+                                Ce[a, b] = Hi[a, b] + B[b, a]
+                    else:
+                        for a in range(6):
+                            for b in range(6):
+                                Ce[a, b] = Hi[a, b] + B[a, b]
                 else:
                     for a in range(6):
                         for b in range(6):
-                            C[e, a, b] += Ho[s, a, b]
+                            Ce[a, b] = Hi[a, b]
+            else:
+                B = Ho[s]
+                if nb_tr[e0 + e]:
+                    for a in range(6):
+                        for b in range(6):
+                            Ce[a, b] = B[b, a]
+                else:
+                    for a in range(6):
+                        for b in range(6):
+                            Ce[a, b] = B[a, b]
         q0 = pair_ptr[t]
         if nvi == 0:
             # a fixed link moves with its parent: hand its inertia and couplings over
             if p >= 0:
-                s0 = nb_slot[e0]
+                coupled = nb_slot[e0] >= 0
                 for a in range(6):
                     for b in range(6):
                         v = C[0, a, b]
-                        if s0 >= 0:
-                            v += C[0, b, a] - Hd[i, b, a]
+                        if coupled:
+                            v += C[0, b, a] - Hi[b, a]
                         Hd[p, a, b] += v
                 for e in range(1, deg):
                     _add_block(Ho, pair_slot[q0 + e - 1], C[e], pair_tr[q0 + e - 1])
             continue
-        na = 6 if use_a[i] else nvi
-        # D = Sᵀ H S + 𝒟 (or H in link coordinates) and its Cholesky factor
-        if use_a[i]:
+        ua = use_a[i] != 0
+        na = 6 if ua else nvi
+        # D = Sᵀ H S + 𝒟 (or H in link coordinates)
+        if ua:
             for a in range(6):
                 for b in range(6):
-                    Dm[a, b] = Hd[i, a, b]
+                    Dm[a, b] = Hi[a, b]
         else:
             for a in range(6):
                 for c in range(nvi):
                     s = 0.0
                     for b in range(6):
-                        s += Hd[i, a, b] * S[b, iv + c]
+                        s += Hi[a, b] * S[b, iv + c]
                     X[a, c] = s
             for r in range(nvi):
                 for c in range(nvi):
@@ -316,62 +372,67 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
                         s += S[a, iv + r] * X[a, c]
                     Dm[r, c] = s
                 Dm[r, r] += Dj[iv + r]
+        # Cholesky D = L Lᵀ (L[i, r, r] holds 1 / L_rr)
+        Li = L[i]
         for r in range(na):
             for c in range(r + 1):
                 s = Dm[r, c]
                 for k in range(c):
-                    s -= Lt[r, k] * Lt[c, k]
+                    s -= Li[r, k] * Li[c, k]
                 if r == c:
-                    Lt[r, r] = np.sqrt(s)
+                    Li[r, r] = 1.0 / np.sqrt(s)
                 else:
-                    Lt[r, c] = s / Lt[c, c]
-        for r in range(na):
-            for c in range(na):
-                L[i, r, c] = Lt[r, c] if c <= r else 0.0
+                    Li[r, c] = s * Li[c, c]
         # Ŷ_e = L⁻¹ Sᵀ C_e
         for e in range(deg):
-            E = e0 + e
-            for c in range(6):
-                for r in range(na):
-                    if use_a[i]:
-                        s = C[e, r, c]
-                    else:
+            Ye = Y[e0 + e]
+            Ce = C[e]
+            if ua:
+                src = Ce
+            else:
+                for r in range(nvi):
+                    for c in range(6):
                         s = 0.0
                         for a in range(6):
-                            s += S[a, iv + r] * C[e, a, c]
-                    for k in range(r):
-                        s -= Lt[r, k] * Y[E, k, c]
-                    Y[E, r, c] = s / Lt[r, r]
+                            s += S[a, iv + r] * Ce[a, c]
+                        SC[r, c] = s
+                src = SC
+            for r in range(na):
+                for c in range(6):
+                    Ye[r, c] = src[r, c]
+                for k in range(r):
+                    lrk = Li[r, k]
+                    for c in range(6):
+                        Ye[r, c] -= lrk * Ye[k, c]
+                d = Li[r, r]
+                for c in range(6):
+                    Ye[r, c] *= d
         # Schur complement on the neighbours (fill-in), parent transfer
         q = q0
         for ea in range(deg):
             ka = nb_node[e0 + ea]
-            Ea = e0 + ea
+            Ya = Y[e0 + ea]
             for eb in range(ea, deg):
-                Eb = e0 + eb
-                for a in range(6):
-                    for b in range(6):
-                        s = 0.0
-                        for r in range(na):
-                            s -= Y[Ea, r, a] * Y[Eb, r, b]
-                        X[a, b] = s
+                _schur(Ya, Y[e0 + eb], na, X)
                 if ea == 0 and p >= 0:
                     if eb == 0:
-                        s0 = nb_slot[e0]
+                        coupled = nb_slot[e0] >= 0
                         for a in range(6):
                             for b in range(6):
                                 v = C[0, a, b]
-                                if s0 >= 0:
-                                    v += C[0, b, a] - Hd[i, b, a]
+                                if coupled:
+                                    v += C[0, b, a] - Hi[b, a]
                                 X[a, b] += v
                     else:
+                        Cb = C[eb]
                         for a in range(6):
                             for b in range(6):
-                                X[a, b] += C[eb, a, b]
+                                X[a, b] += Cb[a, b]
                 if ea == eb:
+                    Hk = Hd[ka]
                     for a in range(6):
                         for b in range(6):
-                            Hd[ka, a, b] += X[a, b]
+                            Hk[a, b] += X[a, b]
                 else:
                     _add_block(Ho, pair_slot[q], X, pair_tr[q])
                     q += 1
@@ -411,11 +472,11 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
                 for c in range(6):
                     s += S[c, iv + r] * g[i, c]
                 u[r] = s
-        for r in range(na):       # w = L⁻¹ u
+        for r in range(na):       # w = L⁻¹ u (L's diagonal is stored inverted)
             s = u[r]
             for k in range(r):
                 s -= L[i, r, k] * w[i, k]
-            w[i, r] = s / L[i, r, r]
+            w[i, r] = s * L[i, r, r]
         for E in range(nb_ptr[t], nb_ptr[t + 1]):
             k = nb_node[E]
             for c in range(6):
@@ -449,7 +510,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
             s = u[r]
             for k in range(r + 1, na):
                 s -= L[i, k, r] * u[k]
-            u[r] = s / L[i, r, r]
+            u[r] = s * L[i, r, r]
         if use_a[i]:
             for c in range(6):
                 acc[i, c] = u[c]

@@ -19,6 +19,7 @@ class CoalBackend:
         import coal
         self.coal = coal
         self.S = shapes
+        self.tol = tol
         self.shapes = [self._shape(i) for i in range(len(shapes))]
         self.tf = [coal.Transform3s() for _ in range(len(shapes))]
         self.req = coal.CollisionRequest()
@@ -78,11 +79,13 @@ class CoalBackend:
                 for i in range(m):
                     PA[i] = patch.getPointShape1(i)
                     PB[i] = patch.getPointShape2(i)
+            c = self.res.getContact(0)
+            wa, wb = c.getNearestPoint1(), c.getNearestPoint2()
             if m == 0:
-                c = self.res.getContact(0)
-                PA[0], PB[0] = c.getNearestPoint1(), c.getNearestPoint2()
+                PA[0], PB[0] = wa, wb
                 m = 1
-            k = K.emit_points_kernel(a, b, np.ascontiguousarray(n, dtype=float), PA, PB, m, S.body, gR, ng,
+            k = K.emit_points_kernel(a, b, S.kind, S.size, gR, gp, S.cverts, S.coff,
+                                     np.ascontiguousarray(n, dtype=float), PA, PB, m, wa, wb, self.tol, S.body, ng,
                                      S.friction, S.restitution, S.compliance, out_i, out_f, k)
         return k
 

@@ -191,10 +191,11 @@ def _hull2d(pts, m, t1, t2, out):
 
 
 @njit(cache=True)
-def support_feature(kind, size, R, p, cverts, d, tol, out):
+def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
     """Points of the shape's surface that maximize x·d within `tol` (metres): a vertex,
     an edge (2 points) or a face (convex polygon, ordered); written into out (MAXF, 3).
-    Returns the count; -1 for a plane whose normal is along d (the whole plane)."""
+    ordered=False (contact with a plane): a convex hull's selected vertices unordered, the
+    extreme one first, none dropped as interior. Returns the count; -1 for a plane."""
     if kind == PLANE:
         return INF_FEATURE
     if kind == SPHERE:
@@ -293,9 +294,18 @@ def support_feature(kind, size, R, p, cverts, d, tol, out):
             for k in range(3):
                 sel[m, k] = p[k] + R[k, 0] * cverts[i, 0] + R[k, 1] * cverts[i, 1] + R[k, 2] * cverts[i, 2]
             m += 1
-    if m <= 2:
-        out[:m] = sel[:m]
-        return m
+    if m <= 2 or not ordered:
+        ibest = 0
+        for i in range(m):
+            if _dot(sel[i], d) > _dot(sel[ibest], d):
+                ibest = i
+        out[0] = sel[ibest]
+        j = 1
+        for i in range(m):
+            if i != ibest and j < out.shape[0]:
+                out[j] = sel[i]
+                j += 1
+        return j
     t1 = np.empty(3)
     t2 = np.empty(3)
     tangent_basis(d, R[:, 0].copy(), t1, t2)
@@ -308,6 +318,11 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     """Point of feature F (m points; polygon with plane (X0, Xn), or segment, or point, or
     the plane (m == -1, then X0/Xn are the plane's point and normal)) whose projection on
     the tangent plane is (u, v). Returns False if the lift is ill-conditioned."""
+    for i in range(max(m, 0)):  # a vertex of the feature: exact, even on non-planar sets
+        du, dv = _dot(F[i], t1) - u, _dot(F[i], t2) - v
+        if du * du + dv * dv <= 1e-20:
+            out[:] = F[i]
+            return True
     base = np.empty(3)
     for k in range(3):
         base[k] = u * t1[k] + v * t2[k]
@@ -509,6 +524,17 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB):
                             ou[1], ov[1] = ua[0] + hi_ * ex, va[0] + hi_ * ey
                             m = 2
     k = 0
+    if m > 0 and (mA == INF_FEATURE or mB == INF_FEATURE):
+        # against a plane the feature's own points are exact (no lift: the support set of a
+        # convex hull within the tolerance need not be planar)
+        for i in range(m):
+            if mA == INF_FEATURE:
+                PB[i] = FB[i]
+                _lift(FA, mA, XA0, XAn, ou[i], ov[i], t1, t2, n, PA[i])
+            else:
+                PA[i] = FA[i]
+                _lift(FB, mB, XB0, XBn, ou[i], ov[i], t1, t2, n, PB[i])
+        return m
     for i in range(m):
         if not _lift(FA, mA, XA0, XAn, ou[i], ov[i], t1, t2, n, PA[k]):
             continue
@@ -768,7 +794,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
             planeA[0] = pa
             planeA[1] = n
             mA = INF_FEATURE
-            mB = support_feature(kb, sb, Rb, pb, cb, -n, tol, FB)
+            mB = support_feature(kb, sb, Rb, pb, cb, -n, tol, FB, False)
             dmin = np.inf
             for i in range(mB):
                 dd = _dot(FB[i], n) - _dot(pa, n)
@@ -785,7 +811,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
             planeB[0] = pb
             planeB[1] = n
             mB = INF_FEATURE
-            mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA)
+            mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA, False)
             dmin = np.inf
             for i in range(mA):
                 dd = _dot(pb, n) - _dot(FA[i], n)
@@ -903,8 +929,10 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, 
     PB = np.empty((MAXF, 3))
     planeA = np.zeros((2, 3))
     planeB = np.zeros((2, 3))
-    mA = support_feature(gkind[a], gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]], n, tol, FA)
-    mB = support_feature(gkind[b], gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]], -n, tol, FB)
+    mA = support_feature(gkind[a], gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]], n, tol, FA,
+                         gkind[b] != PLANE)
+    mB = support_feature(gkind[b], gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]], -n, tol, FB,
+                         gkind[a] != PLANE)
     if mA == INF_FEATURE:
         planeA[0] = gp[a]
         planeA[1] = gR[a][:, 2]
@@ -917,7 +945,58 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, 
 
 
 @njit(**_JIT)
-def emit_points_kernel(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k):
-    """Library backends that return a whole patch (coal): reduce and emit it."""
+def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, wa, wb, tol,
+                       gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
+    """Library backends that return a whole patch (coal): each patch point is lifted back
+    onto both shapes' support features along n, so every point gets its own distance
+    (coal gives all points of a patch the pair's distance); the witness pair (wa, wb) is
+    added when it is deeper than every patch point (coal's patch is the hull of the support
+    set and may miss an interior deepest vertex); then reduce and emit."""
+    FA = np.empty((MAXF, 3))
+    FB = np.empty((MAXF, 3))
+    XA0, XAn, XB0, XBn = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    mA = support_feature(gkind[a], gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]], n, tol, FA,
+                         gkind[b] != PLANE)
+    mB = support_feature(gkind[b], gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]], -n, tol, FB,
+                         gkind[a] != PLANE)
+    okA, okB = True, True
+    if mA == INF_FEATURE:
+        XA0[:] = gp[a]
+        XAn[:] = gR[a][:, 2]
+    elif mA >= 3:
+        XA0[:] = FA[0]
+        okA = _newell(FA, mA, XAn)
+    if mB == INF_FEATURE:
+        XB0[:] = gp[b]
+        XBn[:] = gR[b][:, 2]
+    elif mB >= 3:
+        XB0[:] = FB[0]
+        okB = _newell(FB, mB, XBn)
+    if m == 1:  # coal found no patch (e.g. capsule–capsule): clip the support features
+        planeA = np.zeros((2, 3))
+        planeB = np.zeros((2, 3))
+        planeA[0], planeA[1], planeB[0], planeB[1] = XA0, XAn, XB0, XBn
+        pa_w, pb_w = PA[0].copy(), PB[0].copy()
+        m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB)
+    elif okA and okB and m > 1:
+        t1 = np.empty(3)
+        t2 = np.empty(3)
+        tangent_basis(n, np.array((1.0, 0.0, 0.0)), t1, t2)
+        qa = np.empty(3)
+        qb = np.empty(3)
+        for i in range(m):
+            u = 0.5 * (_dot(PA[i], t1) + _dot(PB[i], t1))
+            v = 0.5 * (_dot(PA[i], t2) + _dot(PB[i], t2))
+            if (_lift(FA, mA, XA0, XAn, u, v, t1, t2, n, qa)
+                    and _lift(FB, mB, XB0, XBn, u, v, t1, t2, n, qb)):
+                PA[i] = qa
+                PB[i] = qb
+        dmin = np.inf
+        for i in range(m):
+            dmin = min(dmin, _dot(PB[i], n) - _dot(PA[i], n))
+        if _dot(wb, n) - _dot(wa, n) < dmin - 1e-9 and m < PA.shape[0]:
+            PA[m] = wa
+            PB[m] = wb
+            m += 1
     return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
                       out_i.shape[0])

@@ -48,16 +48,31 @@ def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
         raise CollisionError(f"{what}mesh {path} is empty (no vertices)")
     verts = verts * s
     ext = verts.max(0) - verts.min(0)
-    try:
-        hull = trimesh.convex.convex_hull(verts) if len(verts) >= 4 else None
-    except Exception:  # qhull fails on flat point sets
-        hull = None
     size = float(np.max(ext))
-    if hull is None or not hull.is_watertight or hull.volume <= 1e-12 * max(size, 1e-300) ** 3:
+    from scipy.spatial import ConvexHull
+    hull = None
+    if len(verts) >= 4 and size > 0:
+        try:
+            hull = ConvexHull(verts)
+        except Exception:  # qhull raises on flat or collinear point sets
+            hull = None
+    if hull is None or hull.volume <= 1e-12 * size ** 3:
         closed = "watertight" if getattr(mesh, "is_watertight", False) else "non-watertight"
         raise CollisionError(f"{what}mesh {path} ({closed}, {len(verts)} vertices) is flat or degenerate: "
                              f"its convex hull encloses no volume, so it cannot be used as a collision "
                              f"shape")
+    # hull vertices and outward-oriented triangles, re-indexed
+    idx = np.asarray(hull.vertices)
+    remap = np.full(len(verts), -1, dtype=np.int64)
+    remap[idx] = np.arange(len(idx))
+    tris = remap[hull.simplices]
+    hv = verts[idx]
+    e1 = hv[tris[:, 1]] - hv[tris[:, 0]]
+    e2 = hv[tris[:, 2]] - hv[tris[:, 0]]
+    flip = np.einsum("ij,ij->i", np.cross(e1, e2), hull.equations[:, :3]) < 0
+    tris[flip] = tris[flip][:, [0, 2, 1]]
+    hull = type("Hull", (), {})()
+    hull.vertices, hull.faces = hv, tris
     out = (np.ascontiguousarray(hull.vertices, dtype=float), np.ascontiguousarray(hull.faces, dtype=np.int64))
     _HULLS[key] = out
     return out

@@ -1,0 +1,109 @@
+"""Constraint records (simstep.Contact, ContactSet, LoopClosure, JointLimit, JointFriction) and
+their compiled rows: validation, name resolution, and J against `models.body_jacobian`."""
+import numpy as np
+import pytest
+
+import models
+import simstep
+from solvers import ConstraintSet, DenseDelassus, MatrixFreeDelassus
+from test_delassus import chain, oracle_J, random_forest, rot
+
+
+def test_public_names():
+    for name in ("Contact", "ContactSet", "LoopClosure", "JointLimit", "JointFriction"):
+        assert hasattr(simstep, name)
+
+
+def test_validation():
+    with pytest.raises(ValueError):
+        simstep.Contact(0, -1, (0, 0, 0), np.ones((3, 3)))
+    with pytest.raises(ValueError):
+        simstep.Contact(0, -1, (0, 0), np.eye(3))
+    with pytest.raises(ValueError):
+        simstep.Contact(0, -1, (0, 0, 0), np.eye(3), friction=-1)
+    with pytest.raises(ValueError):
+        simstep.LoopClosure(0, None, 1, None, kind="hinge")
+    with pytest.raises(ValueError):
+        simstep.JointLimit("j", side="middle")
+    with pytest.raises(ValueError):
+        simstep.ContactSet([0, 1], [-1, -1], np.zeros((2, 3)), np.stack([np.eye(3), 2 * np.eye(3)]))
+    model = chain(3)
+    with pytest.raises(KeyError):
+        ConstraintSet(model, [simstep.Contact("nope", -1, np.zeros(3), np.eye(3))])
+    with pytest.raises(KeyError):
+        ConstraintSet(model, [simstep.Contact(7, -1, np.zeros(3), np.eye(3))])
+    with pytest.raises(KeyError):
+        ConstraintSet(model, [simstep.JointFriction("nope", 1.0)])
+
+
+def test_contact_set_equals_contacts_and_layout():
+    rng = np.random.default_rng(0)
+    model = random_forest(rng, 8, nroots=2)
+    q = model.random_configuration(rng)
+    k = 5
+    b1 = rng.integers(0, 8, k)
+    b2 = np.array([-1, 3, -1, 0, 7])
+    P = rng.normal(size=(k, 3))
+    R = np.stack([rot(rng) for _ in range(k)])
+    single = [simstep.Contact(int(b1[i]), int(b2[i]), P[i], R[i], 0.3 + i) for i in range(k)]
+    batch = simstep.ContactSet(b1, b2, P, R, 0.3 + np.arange(k))
+    extra = [simstep.JointLimit(model.joint_names[2], "upper"), simstep.JointFriction(model.joint_names[3], 2.0)]
+    c1 = ConstraintSet(model, single + extra)
+    c2 = ConstraintSet(model, [batch] + extra)
+    assert c1.m == c2.m == 3 * k + 1 + 1
+    np.testing.assert_array_equal(c1.mu, c2.mu)
+    np.testing.assert_array_equal(c1.contact_row, np.arange(k) * 3)
+    assert list(c1.row_kind[-2:]) == [3, 4]
+    assert c1.joint_friction_max[-1] == 2.0
+    D1, D2 = DenseDelassus(model, q, c1), DenseDelassus(model, q, c2)
+    np.testing.assert_array_equal(D1.J, D2.J)
+    np.testing.assert_allclose(D1.J, oracle_J(model, q, single + extra), atol=1e-13)
+
+
+def test_contact_convention():
+    """Rows Rᵀ (v₁(p) − v₂(p)): a body moving up relative to the ground has a positive normal
+    velocity; the joint-limit row is +q̇ for "lower", −q̇ for "upper"."""
+    mb = models.ModelBuilder()
+    mb.add_body("box", -1, models.FREE, mass=1.0, inertia=np.eye(3) * 0.01)
+    model = mb.build()
+    q = model.neutral()
+    F = MatrixFreeDelassus(model, q, [simstep.Contact("box", "world", (0.1, 0, 0), np.eye(3)),
+                                      simstep.Contact("world", "box", (0.1, 0, 0), np.eye(3)),
+                                      simstep.JointLimit("box", "upper")])
+    v = np.zeros(6)
+    v[2] = 1.0      # upward
+    y = F.J_apply(v)
+    assert y[2] == pytest.approx(1.0) and y[5] == pytest.approx(-1.0)
+    assert y[6:9].tolist() == [0.0, 0.0, -1.0]
+    # λ acts on body 1: a unit normal impulse on the box accelerates it upwards
+    lam = np.zeros(F.m)
+    lam[2] = 1.0
+    assert F.JT_minv(lam)[2] == pytest.approx(1.0)
+
+
+def test_merged_link_names_resolve_with_placement():
+    """A URDF link merged by a fixed joint (G1 'left_rubber_hand') resolves to its body, with
+    the fixed placement applied to loop-closure anchors."""
+    path, dirs = models.robot_path("g1")
+    model = models.load_urdf(path, floating_base=True, package_dirs=dirs)
+    assert "left_rubber_hand" in model.frames and "left_rubber_hand" not in model.body_names
+    rng = np.random.default_rng(1)
+    q = model.random_configuration(rng)
+    oR, op = models.forward_kinematics(model, q)
+    cons = [simstep.LoopClosure("left_rubber_hand", ((0.01, 0.02, 0.0), np.eye(3)), "world",
+                                ((0.3, 0.2, 1.0), np.eye(3)), "point"),
+            simstep.LoopClosure("left_rubber_hand", ((0.0, 0.0, 0.03), rot(rng)), "right_knee_link",
+                                ((0.0, 0.05, 0.0), rot(rng)), "weld"),
+            simstep.Contact("left_rubber_hand", "torso_link", op[15], rot(rng))]
+    D = DenseDelassus(model, q, cons)
+    np.testing.assert_allclose(D.J, oracle_J(model, q, cons), atol=1e-12)
+    cs = ConstraintSet(model, cons)
+    assert cs.cb_body[0, 0] == model.body_index("left_wrist_yaw_link")
+
+
+def test_empty_constraint_set():
+    model = chain(3)
+    q = model.neutral()
+    F = MatrixFreeDelassus(model, q, [], damping=1e-3)
+    assert F.m == 0 and F.matvec(np.zeros(0)).shape == (0,) and F.solve(np.zeros(0)).shape == (0,)
+    assert F.max_eigenvalue() == 0.0

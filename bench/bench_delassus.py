@@ -1,0 +1,270 @@
+"""Reproduce paper 000 Table I: matrix-free Delassus operators vs explicit baselines, same run.
+
+For each scenario (Go2 / G1 standing and fallen, with and without joint-friction rows; a stack of
+30 boxes; the 30-box pyramid; the pyramid with three G1 robots), times in μs (median of
+repeated runs, everything from the configuration q and a prebuilt ConstraintSet):
+
+  matrix-free (ours, `solvers.MatrixFreeDelassus`)
+    Λ⁻¹    construction at q (kinematics, rows, ABA inertias) + one product
+    Λ_R    construction + damping + one solve
+    re Λ⁻¹ / re Λ_R   applying the built operator to a new vector
+    Λ'_R   new damping + one solve
+  explicit: ours (`solvers.DenseDelassus`: J, CRBA, Cholesky, G = (L⁻¹Jᵀ)ᵀ(L⁻¹Jᵀ); Λ_R by a
+    Cholesky of G + dI) and Pinocchio 4.1 `ConstraintCholeskyDecomposition`:
+    Λ⁻¹ = compute + matrix(), Λ_R = compute + solve, Λ'_R = compute(new mu) + solve (from Python
+    a new damping needs a new compute); "pin pre" is what compute needs first
+    (computeJointJacobians, crba, each constraint's calc) and is *not* added to the pin columns.
+  memory: bytes of each operator's state (kB); Pinocchio's is not accessible from Python.
+
+Ratios are explicit / matrix-free from the same run. Paper values (Table I, C++, another
+machine) are printed beside ours. Writes bench/results/bench_delassus.json.
+
+    python bench/bench_delassus.py [--quick] [--damping 1e-4]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+# single-threaded BLAS: the matrix-free kernels and Pinocchio are single-threaded, and threaded
+# BLAS on a shared 2-core machine makes the dense baseline's timings erratic
+for _v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import models  # noqa: E402
+from bench.delassus_scenarios import (box_pyramid, box_stack, pin_compute, pin_problem, robot,  # noqa: E402
+                                      with_joint_friction)
+from solvers import ConstraintSet, DenseDelassus, MatrixFreeDelassus  # noqa: E402
+
+# paper 000 Table I (μs; kB): MF Λ⁻¹, explicit Λ⁻¹, MF Λ_R, explicit Λ_R,
+# re-evaluation MF Λ⁻¹, Λ_R, Λ'_R, explicit Λ⁻¹, Λ_R, Λ'_R; memory MF Λ⁻¹, Λ_R
+PAPER = {
+    "Go2 standing": dict(nc=4, ncon=12, mf_inv=1.55, ex_inv=3.11, mf_R=1.64, ex_R=3.65, re_mf_inv=0.369,
+                         re_mf_R=0.389, re_mf_Rp=1.112, re_ex_inv=0.027, re_ex_R=0.135, re_ex_Rp=0.402, kB=29),
+    "Go2 standing +JF": dict(nc=4, ncon=24, mf_inv=1.61, ex_inv=4.64, mf_R=1.63, ex_R=5.95, re_mf_inv=0.399,
+                             re_mf_R=0.421, re_mf_Rp=1.171, re_ex_inv=0.052, re_ex_R=0.305, re_ex_Rp=1.3, kB=32),
+    "Go2 fallen": dict(nc=9, ncon=27, mf_inv=1.74, ex_inv=5.89, mf_R=2.42, ex_R=7.63, re_mf_inv=0.515,
+                       re_mf_R=0.591, re_mf_Rp=1.911, re_ex_inv=0.083, re_ex_R=0.371, re_ex_Rp=1.671, kB=42),
+    "Go2 fallen +JF": dict(nc=10, ncon=42, mf_inv=1.77, ex_inv=8.10, mf_R=2.44, ex_R=12.00, re_mf_inv=0.567,
+                           re_mf_R=0.62, re_mf_Rp=1.88, re_ex_inv=0.147, re_ex_R=0.601, re_ex_Rp=3.791, kB=49),
+    "G1 standing": dict(nc=8, ncon=24, mf_inv=3.66, ex_inv=9.37, mf_R=3.58, ex_R=10.60, re_mf_inv=0.919,
+                        re_mf_R=0.906, re_mf_Rp=2.426, re_ex_inv=0.051, re_ex_R=0.297, re_ex_Rp=1.327, kB=110),
+    "G1 standing +JF": dict(nc=8, ncon=53, mf_inv=3.96, ex_inv=18.53, mf_R=3.83, ex_R=25.00, re_mf_inv=1.01,
+                            re_mf_R=1.00, re_mf_Rp=2.7, re_ex_inv=0.226, re_ex_R=0.796, re_ex_Rp=6.486, kB=117),
+    "G1 fallen": dict(nc=23, ncon=69, mf_inv=4.27, ex_inv=25.98, mf_R=6.22, ex_R=37.88, re_mf_inv=1.43,
+                      re_mf_R=1.46, re_mf_Rp=5.1, re_ex_inv=0.379, re_ex_R=1.08, re_ex_Rp=11.48, kB=62),
+    "G1 fallen +JF": dict(nc=25, ncon=101, mf_inv=4.41, ex_inv=42.09, mf_R=7.33, ex_R=70.40, re_mf_inv=1.45,
+                          re_mf_R=1.62, re_mf_Rp=6.06, re_ex_inv=0.89, re_ex_R=1.80, re_ex_Rp=29, kB=65),
+    "Stack of boxes": dict(nc=120, ncon=360, mf_inv=9.47, ex_inv=1214, mf_R=31.38, ex_R=2482, re_mf_inv=5.22,
+                           re_mf_R=7.58, re_mf_Rp=30.58, re_ex_inv=9.51, re_ex_R=14.1, re_ex_Rp=1257.1, kB=269),
+    "Box pyramid": dict(nc=288, ncon=864, mf_inv=14.88, ex_inv=5925, mf_R=65.20, ex_R=23092, re_mf_inv=10.7,
+                        re_mf_R=15.5, re_mf_Rp=64.7, re_ex_inv=94.9, re_ex_R=87.4, re_ex_Rp=16822.4, kB=826),
+    "Pyramid + robots": dict(nc=108, ncon=324, mf_inv=20.34, ex_inv=1511, mf_R=37.12, ex_R=2430, re_mf_inv=6.84,
+                             re_mf_R=8.72, re_mf_Rp=32.02, re_ex_inv=7.36, re_ex_R=12.6, re_ex_Rp=906.6, kB=730),
+}
+
+
+def timeit(f, budget=0.25, min_reps=5, max_reps=5000):
+    """Median wall time (μs) of f() over repetitions filling about `budget` seconds."""
+    f()
+    t0 = time.perf_counter()
+    f()
+    one = time.perf_counter() - t0
+    reps = int(min(max_reps, max(min_reps, budget / max(one, 1e-7))))
+    ts = np.empty(reps)
+    for k in range(reps):
+        t0 = time.perf_counter()
+        f()
+        ts[k] = time.perf_counter() - t0
+    return float(np.median(ts) * 1e6)
+
+
+def scenarios(quick=False):
+    out = []
+    for name in ("go2", "g1"):
+        for pose in ("standing", "fallen"):
+            model, q, cons = robot(name, pose)
+            label = f"{name.upper() if name == 'g1' else 'Go2'} {pose}"
+            out.append((label, model, q, cons))
+            out.append((label + " +JF", model, q, with_joint_friction(model, cons)))
+    if not quick:
+        out.append(("Stack of boxes",) + box_stack(30))
+        out.append(("Box pyramid",) + box_pyramid())
+        out.append(("Pyramid + robots",) + box_pyramid(robots=("g1a", "g1b", "g1c")))
+    else:
+        out.append(("Box pyramid",) + box_pyramid())
+    return out
+
+
+def bench_one(label, model, q, cons, d=1e-4, d2=2e-4, budget=0.25, pin_ok=True):
+    cs = ConstraintSet(model, cons)
+    m = cs.m
+    rng = np.random.default_rng(0)
+    x, b, b2 = rng.normal(size=m), rng.normal(size=m), rng.normal(size=m)
+    r = dict(scenario=label, nv=model.nv, nbodies=model.nbodies, nc=cs.ncontacts, ncon=m)
+
+    # ---- matrix-free
+    t0 = time.perf_counter()
+    F = MatrixFreeDelassus(model, q, cs, damping=d)          # first build: elimination order (cached)
+    r["mf_ordering_first_us"] = (time.perf_counter() - t0) * 1e6
+    r["mf_inv"] = timeit(lambda: MatrixFreeDelassus(model, q, cs).matvec(x), budget)
+    r["mf_R"] = timeit(lambda: MatrixFreeDelassus(model, q, cs, damping=d).solve(b), budget)
+    F.matvec(x)
+    r["re_mf_inv"] = timeit(lambda: F.matvec(b2), budget)
+    r["re_mf_R"] = timeit(lambda: F.solve(b2), budget)
+
+    r["re_mf_Rp"] = timeit(lambda: (F.update_damping(d2), F.solve(b2)), budget)
+    r["mf_kB"] = F.nbytes() / 1e3
+    el = F.elimination
+    r["fill_blocks"] = int(el.fill)
+    r["coupling_blocks"] = int(el.nslots)
+
+    # ---- explicit, ours
+    r["ex_inv"] = timeit(lambda: DenseDelassus(model, q, cs).matvec(x), budget, min_reps=3)
+    r["ex_R"] = timeit(lambda: DenseDelassus(model, q, cs, damping=d).solve(b), budget, min_reps=3)
+    D = DenseDelassus(model, q, cs, damping=d)
+    r["re_ex_inv"] = timeit(lambda: D.matvec(b2), budget)
+    r["re_ex_R"] = timeit(lambda: D.solve(b2), budget)
+    r["re_ex_Rp"] = timeit(lambda: (D.update_damping(d2), D.solve(b2)), budget, min_reps=3)
+    r["ex_kB"] = D.nbytes() / 1e3
+    D.update_damping(d)
+    F.update_damping(d)
+    r["err_mf_vs_dense_R"] = float(np.linalg.norm(F.solve(b) - D.solve(b)) / np.linalg.norm(D.solve(b)))
+    r["err_mf_vs_dense_inv"] = float(np.linalg.norm(F.matvec(x) - D.matvec(x)) / np.linalg.norm(D.matvec(x)))
+
+    # ---- Pinocchio
+    if pin_ok:
+        try:
+            import pinocchio as pin
+            pm, pd, cms, cds = pin_problem(model, q, cons)
+            pin_compute(pm, pd, cms, cds, q, d)
+            chol = pin.ConstraintCholeskyDecomposition(pm, pd, cms, cds)
+            r["pin_pre"] = timeit(lambda: pin_compute(pm, pd, cms, cds, q, d), budget, min_reps=3)
+
+            def p_inv():
+                chol.compute(pm, pd, cms, cds, 1e-12)
+                E = chol.getDelassusOperatorCholeskyExpression()
+                return E.matrix() @ x
+
+            def p_R(mu=d, rhs=b):
+                chol.compute(pm, pd, cms, cds, mu)
+                return chol.getDelassusOperatorCholeskyExpression().solve(rhs)
+            r["pin_inv"] = timeit(p_inv, budget, min_reps=3)
+            r["pin_R"] = timeit(p_R, budget, min_reps=3)
+            r["pin_compute"] = timeit(lambda: chol.compute(pm, pd, cms, cds, d), budget, min_reps=3)
+            chol.compute(pm, pd, cms, cds, d)
+            E = chol.getDelassusOperatorCholeskyExpression()
+            r["re_pin_R"] = timeit(lambda: E.solve(b2), budget)
+            r["re_pin_Rp"] = timeit(lambda: p_R(d2, b2), budget, min_reps=3)
+            chol.compute(pm, pd, cms, cds, d)
+            lam_p = chol.getDelassusOperatorCholeskyExpression().solve(b)
+            r["err_mf_vs_pin_R"] = float(np.linalg.norm(F.solve(b) - lam_p) / np.linalg.norm(lam_p))
+        except Exception as e:   # pinocchio missing or a constraint it cannot express
+            r["pin_error"] = repr(e)
+    return r
+
+
+def fmt(v, w=8):
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "-".rjust(w)
+    if v >= 1000:
+        return f"{v:{w}.0f}"
+    if v >= 10:
+        return f"{v:{w}.1f}"
+    return f"{v:{w}.2f}"
+
+
+def print_tables(rows):
+    hdr = (f"{'scenario':18s} {'nv':>4s} {'nc':>4s} {'m':>4s} | {'MF Λ⁻¹':>8s} {'MF Λ_R':>8s} {'re Λ⁻¹':>8s} "
+           f"{'re Λ_R':>8s} {'Λ′_R':>8s} {'kB':>7s} | {'dense Λ⁻¹':>9s} {'dense Λ_R':>9s} {'d re Λ_R':>8s} "
+           f"{'d Λ′_R':>8s} {'kB':>7s} | {'pin Λ⁻¹':>8s} {'pin Λ_R':>8s} {'pin Λ′_R':>8s} {'pin pre':>8s}")
+    print("\nTimes in μs (median), memory in kB; this machine, same run")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        print(f"{r['scenario']:18s} {r['nv']:4d} {r['nc']:4d} {r['ncon']:4d} | {fmt(r['mf_inv'])} {fmt(r['mf_R'])} "
+              f"{fmt(r['re_mf_inv'])} {fmt(r['re_mf_R'])} {fmt(r['re_mf_Rp'])} {fmt(r['mf_kB'], 7)} | "
+              f"{fmt(r['ex_inv'], 9)} {fmt(r['ex_R'], 9)} {fmt(r['re_ex_R'])} {fmt(r['re_ex_Rp'])} "
+              f"{fmt(r['ex_kB'], 7)} | {fmt(r.get('pin_inv'))} {fmt(r.get('pin_R'))} {fmt(r.get('re_pin_Rp'))} "
+              f"{fmt(r.get('pin_pre'))}")
+    print("\nRatios explicit / matrix-free (same run); paper's ratio LTL-OSIM / matrix-free in brackets")
+    hdr2 = (f"{'scenario':18s} | {'pin/MF Λ⁻¹':>11s} {'pin/MF Λ_R':>11s} {'pin/MF Λ′_R':>11s} | "
+            f"{'dense/MF Λ⁻¹':>12s} {'dense/MF Λ_R':>12s} {'dense/MF Λ′_R':>13s} | "
+            f"{'paper Λ⁻¹':>9s} {'paper Λ_R':>9s} {'paper Λ′_R':>10s}")
+    print(hdr2)
+    print("-" * len(hdr2))
+    for r in rows:
+        p = PAPER.get(r["scenario"], {})
+        ratio = lambda a, b: (r[a] / r[b]) if (a in r and b in r) else None
+        pr = lambda a, b: (p[a] / p[b]) if p else None
+        print(f"{r['scenario']:18s} | {fmt(ratio('pin_inv', 'mf_inv'), 11)} {fmt(ratio('pin_R', 'mf_R'), 11)} "
+              f"{fmt(ratio('re_pin_Rp', 're_mf_Rp'), 11)} | {fmt(ratio('ex_inv', 'mf_inv'), 12)} "
+              f"{fmt(ratio('ex_R', 'mf_R'), 12)} {fmt(ratio('re_ex_Rp', 're_mf_Rp'), 13)} | "
+              f"{fmt(pr('ex_inv', 'mf_inv'), 9)} {fmt(pr('ex_R', 'mf_R'), 9)} {fmt(pr('re_ex_Rp', 're_mf_Rp'), 10)}")
+    print("\nPaper Table I (C++, Intel Ultra 7 165H) beside ours, μs: MF Λ⁻¹, MF Λ_R, re Λ⁻¹, re Λ_R, Λ′_R, kB")
+    for r in rows:
+        p = PAPER.get(r["scenario"])
+        if not p:
+            continue
+        print(f"{r['scenario']:18s} paper nc={p['nc']:3d} m={p['ncon']:3d}: {fmt(p['mf_inv'])} {fmt(p['mf_R'])} "
+              f"{fmt(p['re_mf_inv'])} {fmt(p['re_mf_R'])} {fmt(p['re_mf_Rp'])} {fmt(p['kB'], 7)}   "
+              f"ours nc={r['nc']:3d} m={r['ncon']:3d}: {fmt(r['mf_inv'])} {fmt(r['mf_R'])} {fmt(r['re_mf_inv'])} "
+              f"{fmt(r['re_mf_R'])} {fmt(r['re_mf_Rp'])} {fmt(r['mf_kB'], 7)}   "
+              f"ours/paper Λ_R {r['mf_R'] / p['mf_R']:.1f}x")
+
+
+def targets(rows):
+    """Issue-3 acceptance ratios on the box pyramid."""
+    r = next((x for x in rows if x["scenario"] == "Box pyramid"), None)
+    if r is None:
+        return {}
+    t = {}
+    if "pin_inv" in r:
+        t["pin_compute+matrix / MF Λ⁻¹ (≥ 400)"] = r["pin_inv"] / r["mf_inv"]
+        t["pin_compute+solve / MF Λ_R (≥ 400)"] = r["pin_R"] / r["mf_R"]
+        t["pin_compute / MF Λ⁻¹ (≥ 400)"] = r["pin_compute"] / r["mf_inv"]
+        t["pin_compute / MF Λ_R (≥ 400)"] = r["pin_compute"] / r["mf_R"]
+    t["dense / MF Λ⁻¹ (≥ 100)"] = r["ex_inv"] / r["mf_inv"]
+    t["dense / MF Λ_R (≥ 100)"] = r["ex_R"] / r["mf_R"]
+    t["dense refactor+solve / MF Λ′_R (≥ 100)"] = r["re_ex_Rp"] / r["re_mf_Rp"]
+    print("\nTargets on the box pyramid (ratios, same run):")
+    for k, v in t.items():
+        print(f"  {k:45s} {v:9.1f}")
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="robots and the pyramid only, short budgets")
+    ap.add_argument("--damping", type=float, default=1e-4)
+    ap.add_argument("--budget", type=float, default=0.3, help="seconds per timing")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    a = ap.parse_args()
+    budget = 0.05 if a.quick else a.budget
+    rows = []
+    for label, model, q, cons in scenarios(a.quick):
+        r = bench_one(label, model, q, cons, d=a.damping, d2=2 * a.damping, budget=budget)
+        rows.append(r)
+        print(f"  {label:18s} done (MF Λ_R {r['mf_R']:.1f} μs, err vs dense {r['err_mf_vs_dense_R']:.1e}"
+              + (f", vs pin {r['err_mf_vs_pin_R']:.1e}" if "err_mf_vs_pin_R" in r else "") + ")", flush=True)
+    print_tables(rows)
+    t = targets(rows)
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "bench_delassus.json")
+    with open(path, "w") as f:
+        json.dump(dict(rows=rows, targets=t, damping=a.damping, paper=PAPER,
+                       machine=dict(python=platform.python_version(), processor=platform.processor(),
+                                    cpus=os.cpu_count())), f, indent=1)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

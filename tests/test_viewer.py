@@ -199,7 +199,7 @@ def test_animation_tracks_follow_forward_kinematics():
     w = box_world()
     v = viewer.MeshcatViewer(w, server=False)
     traj = falling_trajectory(w)
-    _, data, _ = v._animation(traj, fps=30.0)
+    data, _ = v._animation(traj, fps=30.0)
     cmd = umsgpack.unpackb(data)
     assert cmd["type"] == "set_animation"
     anims = {a["path"]: a["clip"] for a in cmd["animations"]}
@@ -266,6 +266,10 @@ def test_contact_overlays_tip_at_force(tmp_path):
     v.draw_contacts(P[:1], F[:1])
     assert list(v._shown["points"]) == [True, False, False]
     assert list(v._shown["forces"]) == [True, False, False]
+    for kind in ("points", "forces"):    # the others are shrunk out of sight
+        node = v._record.nodes[f"{v.root}_contacts/{kind}/2"]
+        T = np.array(umsgpack.unpackb(node["transform"])["matrix"]).reshape(4, 4).T
+        assert np.abs(T[:3, :3]).max() < 1e-6
     # contacts in an animation: one entry per trajectory sample
     traj = falling_trajectory(w, k=30)
     contacts = [(P[: i % 4], F[: i % 4]) for i in range(30)]

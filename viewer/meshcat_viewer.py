@@ -18,6 +18,9 @@ from .scene import (SceneRecord, arrow_object, geometry_objects, load_mesh, poin
 from .transport import Channel, ViewerConnectionError, pack, pack_floats32, pack_transforms, transform_prefix
 
 INTERPOLATE_DISCRETE = 2300   # three.js InterpolateDiscrete
+HIDDEN = np.diag([1e-9, 1e-9, 1e-9, 1.0])   # an overlay item shrunk out of sight
+POINT_COLOR = (0.95, 0.1, 0.1, 1.0)
+ARROW_COLOR = (1.0, 0.85, 0.1, 1.0)
 
 
 def _segment(name):
@@ -137,6 +140,8 @@ class MeshcatViewer:
                       ("contact_radius", contact_radius), ("arrow_radius", arrow_radius), ("timeout", timeout)):
             if not (np.isfinite(x) and x > 0):
                 raise ValueError(f"{nm} must be positive, got {x}")
+        if camera not in ("auto", None):
+            raise ValueError(f"camera must be 'auto' or None, got {camera!r}; use set_camera() to place it")
         self.world = world
         self.model = world.model
         self.fps = float(fps)
@@ -159,7 +164,9 @@ class MeshcatViewer:
         self._pool = {"points": 0, "forces": 0}
         self._shown = {"points": np.zeros(0, bool), "forces": np.zeros(0, bool)}
         self._pool_prefix = {"points": [], "forces": []}
+        self._pool_path = {"points": [], "forces": []}
         self._camera = None
+        self._camera_auto = False
 
         # build the geometry first: bad meshes fail before any server starts
         self._objects = self._scene_objects(geometry, mesh_colors)
@@ -173,8 +180,6 @@ class MeshcatViewer:
             self._emit_transform(path, data)
         if camera == "auto":
             self._auto_camera()
-        elif camera is not None:
-            raise ValueError(f"camera must be 'auto' or None, got {camera!r}; use set_camera() to place it")
         self.display(world.q0)
         if open and self.web_url:
             import webbrowser
@@ -191,7 +196,7 @@ class MeshcatViewer:
                          0.4 if geometry == "both" else None))
         objects, static_T = [], []
         bodies, used = [], set()
-        self._radius = {}
+        self._extents = []     # (geometry, bounding radius) for framing the camera
         for prefix, geoms, opacity in sets:
             for g in geoms:
                 b = int(g.body)
@@ -209,7 +214,7 @@ class MeshcatViewer:
                     static_T.append((p, pack_transforms([transform_prefix(p)], T[None])[0]))
                 if b >= 0 and b not in bodies:
                     bodies.append(b)
-                self._radius[(b, id(g))] = (g, self._bounding_radius(g))
+                self._extents.append((g, self._bounding_radius(g)))
         self._bodies = np.array(sorted(bodies), dtype=np.int64)
         self._body_paths = [self.root + "/bodies/" + _node_path(self.model.body_names[b]) for b in self._bodies]
         self._body_prefix = [transform_prefix(p) for p in self._body_paths]
@@ -242,7 +247,7 @@ class MeshcatViewer:
                 from meshcat.servers.zmqserver import start_zmq_server_as_subprocess
             self._proc, zmq_url, self.web_url = start_zmq_server_as_subprocess()
         self.zmq_url = zmq_url
-        self._channel = Channel(zmq_url)
+        self._channel = Channel(zmq_url, timeout=self.timeout)
         if self.web_url is None:
             try:
                 self.web_url = self._channel.request(b"url", timeout=self.timeout).decode()
@@ -260,22 +265,22 @@ class MeshcatViewer:
     def _emit_object(self, path, data):
         self._record.set_object(path, data)
         if self._channel is not None:
-            self._channel.send("set_object", path, data)
+            self._channel.send("set_object", path, data, reliable=True)
 
     def _emit_property(self, path, key, value):
         data = set_property_bytes(path, key, value)
         self._record.set_property(path, key, data)
         if self._channel is not None:
-            self._channel.send("set_property", path, data)
+            self._channel.send("set_property", path, data, reliable=True)
 
     def _emit_transform(self, path, data):
         self._record.set_transform(path, data)
         if self._channel is not None:
-            self._channel.send("set_transform", path, data)
+            self._channel.send("set_transform", path, data, reliable=True)
 
     def _send_delete(self, path):
         if self._channel is not None:
-            self._channel.send("delete", path, pack({"type": "delete", "path": path}))
+            self._channel.send("delete", path, pack({"type": "delete", "path": path}), reliable=True)
 
     def flush(self, timeout=None):
         """Wait until the server has every command sent so far; False on timeout."""
@@ -340,21 +345,27 @@ class MeshcatViewer:
             warnings.warn("the meshcat server did not acknowledge the pose in time", RuntimeWarning, stacklevel=2)
 
     # ------------------------------------------------------------------ overlays
+    def _pool_object(self, kind, i):
+        path = f"{self.root}_contacts/{kind}/{i}"
+        obj = (point_object(self.contact_radius, POINT_COLOR) if kind == "points"
+               else arrow_object(self.arrow_radius, ARROW_COLOR))
+        return path, set_object_bytes(path, obj)
+
     def _grow_pool(self, kind, n):
-        have = self._pool[kind]
-        if n <= have:
-            return
-        for i in range(have, n):
-            path = f"{self.root}_contacts/{kind}/{i}"
-            obj = (point_object(self.contact_radius, (0.95, 0.1, 0.1, 1.0)) if kind == "points"
-                   else arrow_object(self.arrow_radius, (1.0, 0.85, 0.1, 1.0)))
-            self._emit_object(path, set_object_bytes(path, obj))
+        """Make sure `n` overlay objects of `kind` exist; new ones start hidden."""
+        for i in range(self._pool[kind], n):
+            path, data = self._pool_object(kind, i)
+            self._emit_object(path, data)
             self._pool_prefix[kind].append(transform_prefix(path))
-        self._pool[kind] = n
-        self._shown[kind] = np.concatenate([self._shown[kind], np.ones(n - have, bool)])
+            self._pool_path[kind].append(path)
+            self._record.set_transform(path, pack_transforms([transform_prefix(path)], HIDDEN[None])[0])
+        if n > self._pool[kind]:
+            self._shown[kind] = np.concatenate([self._shown[kind], np.zeros(n - self._pool[kind], bool)])
+            self._pool[kind] = n
 
     def _arrow_transforms(self, P, F):
-        """Transforms (k, 4, 4) of unit arrows scaled to the force vectors; mask of drawn ones."""
+        """Transforms (k, 4, 4) of the unit arrow stretched to the force vectors (length
+        |f| force_scale, at most max_arrow), and the mask of non-zero forces."""
         v = F * self.force_scale
         L = np.linalg.norm(v, axis=1)
         ok = L > 1e-9
@@ -362,49 +373,50 @@ class MeshcatViewer:
         d[ok] = v[ok] / L[ok, None]
         d[~ok] = [0.0, 0.0, 1.0]
         R = _frames_along(d)
-        R[:, :, 2] *= np.minimum(L, self.max_arrow)[:, None]    # the unit arrow stretched along z
+        R[:, :, 2] *= np.minimum(L, self.max_arrow)[:, None]
         T = np.tile(np.eye(4), (len(P), 1, 1))
         T[:, :3, :3] = R
         T[:, :3, 3] = P
         return T, ok
 
-    def _set_shown(self, kind, want):
-        have = self._shown[kind]
-        for i in np.flatnonzero(have != want):
-            path = f"{self.root}_contacts/{kind}/{i}"
-            self._emit_property(path, "visible", bool(want[i]))
-        self._shown[kind] = want.copy()
-
-    def _send_pool(self, kind, T):
-        pre = self._pool_prefix[kind][:len(T)]
-        msgs = pack_transforms(pre, T)
-        paths = [f"{self.root}_contacts/{kind}/{i}" for i in range(len(T))]
+    def _pool_frame(self, kind, T, want):
+        """Send the transforms of the pool items to show (T, for items 0..k-1 where `want`)
+        and shrink the ones shown before but not now, as one all-or-nothing batch that a
+        lagging server may drop without leaving the view inconsistent."""
+        n = self._pool[kind]
+        w = np.zeros(n, bool)
+        w[:len(want)] = want
+        idx = np.flatnonzero(w | self._shown[kind])
+        if len(idx) == 0:
+            return
+        Ts = np.tile(HIDDEN, (len(idx), 1, 1))
+        on = w[idx]
+        Ts[on] = T[idx[on]]
+        msgs = pack_transforms([self._pool_prefix[kind][i] for i in idx], Ts)
+        paths = [self._pool_path[kind][i] for i in idx]
         for p, m in zip(paths, msgs):
             self._record.set_transform(p, m)
+        ok = True
         if self._channel is not None:
-            self._channel.send_many("set_transform", [p.encode() for p in paths], msgs)
+            ok = self._channel.send_many("set_transform", [p.encode() for p in paths], msgs)
+        if ok:
+            self._shown[kind] = w
 
     def draw_contacts(self, positions, forces=None):
-        """Draw contact points (k, 3) and, if given, force arrows (k, 3) [N], replacing the
-        previous ones. Arrow length = |f| * force_scale, at most max_arrow."""
-        P, F = contact_arrows((positions, forces) if forces is not None else (positions, None))
+        """Draw contact points (k, 3) and, if given, force arrows (k, 3) [N] (on body 1),
+        replacing the previous ones. Arrow length = |f| force_scale, at most max_arrow."""
+        P, F = contact_arrows((positions, forces))
         k = len(P)
         self._grow_pool("points", k)
-        want = np.zeros(self._pool["points"], bool)
-        want[:k] = True
-        if k:
-            T = np.tile(np.eye(4), (k, 1, 1))
-            T[:, :3, 3] = P
-            self._send_pool("points", T)
-        self._set_shown("points", want)
+        T = np.tile(np.eye(4), (k, 1, 1))
+        T[:, :3, 3] = P
+        self._pool_frame("points", T, np.ones(k, bool))
         if F is not None:
             self._grow_pool("forces", k)
-        wantf = np.zeros(self._pool["forces"], bool)
-        if F is not None and k:
             T, ok = self._arrow_transforms(P, F)
-            self._send_pool("forces", T)
-            wantf[:k] = ok
-        self._set_shown("forces", wantf)
+            self._pool_frame("forces", T, ok)
+        else:
+            self._pool_frame("forces", np.zeros((0, 4, 4)), np.zeros(0, bool))
 
     def draw_collision_contacts(self, contacts, impulses=None, dt=None):
         """Draw `collision`-style contacts (.position (k,3), .frame (k,3,3)) with impulses
@@ -416,7 +428,7 @@ class MeshcatViewer:
         self.draw_contacts(np.zeros((0, 3)))
 
     # ------------------------------------------------------------------ camera
-    def set_camera(self, position, target=(0.0, 0.0, 0.0)):
+    def set_camera(self, position, target=(0.0, 0.0, 0.0), _auto=False):
         """Place the camera at `position` (world, z up) looking at `target`. Exported pages
         honor the target; meshcat's live page (0.3.2) always orbits around the world origin."""
         p = np.asarray(position, float).reshape(3)
@@ -424,131 +436,117 @@ class MeshcatViewer:
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(c))) or np.linalg.norm(p - c) < 1e-9:
             raise ValueError(f"camera position {p} and target {c} must be finite and distinct")
         self._camera = (p, c)
+        self._camera_auto = _auto
         # live: the camera sits in a frame rotated so that its y is world z; it looks at the origin
         live = p if np.linalg.norm(c) < 1e-9 else c + (p - c) * (1.0 + np.linalg.norm(c) / np.linalg.norm(p - c))
         self._emit_property("/Cameras/default/rotated/<object>", "position",
                             [float(live[0]), float(live[2]), float(-live[1])])
 
-    def _auto_camera(self):
-        oR, op = models.forward_kinematics(self.model, self.world.q0)
+    def _auto_camera(self, qs=None):
+        """Frame the geometry at the configurations qs (default: q0), seen from the front-right."""
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
-        for g, r in self._radius.values():
-            if r is None:
-                continue
-            if g.body >= 0:
-                c = oR[g.body] @ np.asarray(g.translation, float) + op[g.body]
-            else:
+        for q in (self.world.q0,) if qs is None else qs:
+            oR, op = models.forward_kinematics(self.model, q)
+            for g, r in self._extents:
+                if r is None:
+                    continue
                 c = np.asarray(g.translation, float)
-            lo, hi = np.minimum(lo, c - r), np.maximum(hi, c + r)
+                if g.body >= 0:
+                    c = oR[g.body] @ c + op[g.body]
+                lo, hi = np.minimum(lo, c - r), np.maximum(hi, c + r)
         if not np.all(np.isfinite(lo)):
             return
         center = 0.5 * (lo + hi)
         radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
         direction = np.array([0.7, -1.0, 0.55])
         dist = 0.9 * radius / math.sin(math.radians(75.0 / 2))
-        self.set_camera(center + dist * direction / np.linalg.norm(direction), center)
+        self.set_camera(center + dist * direction / np.linalg.norm(direction), center, _auto=True)
 
     # ------------------------------------------------------------------ animation
     def _animation(self, traj, contacts=None, dt=None, fps=60.0, autoplay=True, repetitions=1):
-        """Encode a trajectory as a meshcat animation. Returns (pool objects to create, bytes)."""
+        """Encode a trajectory as a meshcat animation; returns (bytes, first sampled q).
+        Keys are sampled at `fps` of simulated time; times are seconds, so it plays at real time."""
         t, Q = as_trajectory(traj, self.model.nq)
         if not (np.isfinite(fps) and fps > 0):
             raise ValueError(f"fps must be positive, got {fps}")
-        T0 = t[-1] - t[0]
-        grid = t[0] + np.arange(0.0, T0, 1.0 / fps) if T0 > 0 else t[:1]
-        idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, len(t) - 1)
-        idx = np.unique(np.concatenate([idx, [len(t) - 1]]))
-        times = t[idx] - t[0]
-        nb = len(self._bodies)
-        pos = np.empty((nb, len(idx), 3))
-        rot = np.empty((nb, len(idx), 3, 3))
+        if contacts is None and self.show_contacts:
+            contacts = getattr(traj, "contacts", None)
+        if contacts is not None and len(contacts) != len(t):
+            raise ValueError(f"contacts has {len(contacts)} entries for a trajectory of {len(t)} samples")
+        span = t[-1] - t[0]
+        grid = t[0] + np.arange(0.0, span, 1.0 / fps) if span > 0 else t[:1]
+        idx = np.unique(np.concatenate([np.clip(np.searchsorted(t, grid, side="right") - 1, 0, len(t) - 1),
+                                        [len(t) - 1]]))
+        if self._camera_auto:     # frame the whole motion, not only its start
+            self._auto_camera(Q[idx[np.linspace(0, len(idx) - 1, min(len(idx), 12)).astype(int)]])
+        nb, n = len(self._bodies), len(idx)
+        pos, rot = np.empty((nb, n, 3)), np.empty((nb, n, 3, 3))
         for j, i in enumerate(idx):
             oR, op = models.forward_kinematics(self.model, Q[i])
             pos[:, j], rot[:, j] = op[self._bodies], oR[self._bodies]
-        tt = pack_floats32(times)
-        anims = []
-        for b in range(nb):
-            anims.append((self._body_paths[b], [
-                {"name": ".position", "type": "vector3", "times": tt, "values": pack_floats32(pos[b].ravel())},
-                {"name": ".quaternion", "type": "quaternion", "times": tt, "values": pack_floats32(_quats(rot[b]).ravel())},
-            ]))
-        new_objects = []
-        frames = None
-        if contacts is None and self.show_contacts:
-            contacts = getattr(traj, "contacts", None)
+        times = pack_floats32(t[idx] - t[0])
+
+        def track(name, kind, values, discrete=False):
+            tr = {"name": name, "type": kind, "times": times, "values": pack_floats32(np.ravel(values))}
+            if discrete:   # overlay items change identity between samples: no interpolation
+                tr["interpolation"] = INTERPOLATE_DISCRETE
+            return tr
+
+        anims = [(self._body_paths[b], [track(".position", "vector3", pos[b]),
+                                        track(".quaternion", "quaternion", _quats(rot[b]))]) for b in range(nb)]
         if contacts is not None and self.show_contacts:
-            if len(contacts) != len(t):
-                raise ValueError(f"contacts has {len(contacts)} entries for a trajectory of {len(t)} samples")
             frames = [contact_arrows(contacts[i], dt=dt) for i in idx]
-        if frames is not None:
             K = max(len(P) for P, _ in frames)
             has_f = any(F is not None for _, F in frames)
-            for kind, n in (("points", K), ("forces", K if has_f else 0)):
-                for i in range(self._pool[kind], n):
-                    path = f"{self.root}_contacts/{kind}/{i}"
-                    obj = (point_object(self.contact_radius, (0.95, 0.1, 0.1, 1.0)) if kind == "points"
-                           else arrow_object(self.arrow_radius, (1.0, 0.85, 0.1, 1.0)))
-                    new_objects.append((kind, path, set_object_bytes(path, obj)))
-            n_frames = len(idx)
-            vis_p = np.zeros((K, n_frames), bool)
-            vis_f = np.zeros((K, n_frames), bool)
-            Pp = np.zeros((K, n_frames, 3))
-            Pq = np.tile([0.0, 0.0, 0.0, 1.0], (K, n_frames, 1))
-            Ps = np.ones((K, n_frames, 3))
+            self._grow_pool("points", K)
+            if has_f:
+                self._grow_pool("forces", K)
+            h = HIDDEN[0, 0]
+            p_pos, p_scale = np.zeros((K, n, 3)), np.full((K, n, 3), h)
+            f_quat, f_scale = np.tile([0.0, 0.0, 0.0, 1.0], (K, n, 1)), np.full((K, n, 3), h)
             for j, (P, F) in enumerate(frames):
                 k = len(P)
-                vis_p[:k, j] = True
-                Pp[:k, j] = P
+                p_pos[:k, j], p_scale[:k, j] = P, 1.0
                 if F is not None and k:
                     T, ok = self._arrow_transforms(P, F)
-                    vis_f[:k, j] = ok
-                    Pq[:k, j] = _quats(T[:, :3, :3] / np.linalg.norm(T[:, :3, :3], axis=1, keepdims=True))
-                    Ps[:k, j, 2] = np.linalg.norm(T[:, :3, 2], axis=1)
+                    R = T[:, :3, :3].copy()
+                    L = np.linalg.norm(R[:, :, 2], axis=1)
+                    R[:, :, 2] /= np.where(L > 0, L, 1.0)[:, None]
+                    f_quat[:k, j] = _quats(R)
+                    f_scale[:k, j][ok] = np.stack([np.ones(k), np.ones(k), L], 1)[ok]
             for i in range(K):
-                disc = {"interpolation": INTERPOLATE_DISCRETE}
-                anims.append((f"{self.root}_contacts/points/{i}", [
-                    {"name": ".position", "type": "vector3", "times": tt, "values": pack_floats32(Pp[i].ravel()), **disc},
-                    {"name": ".visible", "type": "bool", "times": tt, "values": [bool(x) for x in vis_p[i]], **disc}]))
+                anims.append((self._pool_path["points"][i], [track(".position", "vector3", p_pos[i], True),
+                                                             track(".scale", "vector3", p_scale[i], True)]))
                 if has_f:
-                    anims.append((f"{self.root}_contacts/forces/{i}", [
-                        {"name": ".position", "type": "vector3", "times": tt, "values": pack_floats32(Pp[i].ravel()), **disc},
-                        {"name": ".quaternion", "type": "quaternion", "times": tt, "values": pack_floats32(Pq[i].ravel()), **disc},
-                        {"name": ".scale", "type": "vector3", "times": tt, "values": pack_floats32(Ps[i].ravel()), **disc},
-                        {"name": ".visible", "type": "bool", "times": tt, "values": [bool(x) for x in vis_f[i]], **disc}]))
+                    anims.append((self._pool_path["forces"][i], [track(".position", "vector3", p_pos[i], True),
+                                                                 track(".quaternion", "quaternion", f_quat[i], True),
+                                                                 track(".scale", "vector3", f_scale[i], True)]))
         cmd = {"type": "set_animation", "path": "",
-               "animations": [{"path": p, "clip": {"fps": 1, "name": "default", "tracks": tracks}} for p, tracks in anims],
+               "animations": [{"path": p, "clip": {"fps": 1, "name": "default", "tracks": tr}} for p, tr in anims],
                "options": {"play": bool(autoplay), "repetitions": int(repetitions)}}
-        return new_objects, pack(cmd), Q[idx[0]]
+        return pack(cmd), Q[idx[0]]
 
     def play(self, traj, contacts=None, dt=None, fps=60.0, repetitions=1):
         """Play a recorded trajectory (``traj.t``, ``traj.q``, or a (t, q) pair) as a meshcat
-        animation at real time, with play/pause and a time slider in the page's Animations menu.
-        Keys are sampled at `fps` from the trajectory. contacts: one entry per sample
-        (or ``traj.contacts``), drawn if the viewer has ``contacts=True``; dt turns impulses into forces."""
-        new_objects, anim, q_first = self._animation(traj, contacts, dt, fps, True, repetitions)
-        self._add_pool_objects(new_objects)
+        animation at real time, with play/pause and a time slider in the page's Animations
+        menu. contacts: one entry per sample (or ``traj.contacts``), drawn if the viewer has
+        ``contacts=True``; dt turns impulses into forces."""
+        anim, q_first = self._animation(traj, contacts, dt, fps, True, repetitions)
         self._send_pose(q_first)
         self._record.animation = anim
         if self._channel is not None:
-            self._channel.send("set_animation", "", anim)
+            self._channel.send("set_animation", "", anim, reliable=True)
         self.flush()
-
-    def _add_pool_objects(self, new_objects):
-        for kind, path, data in new_objects:
-            self._emit_object(path, data)
-            self._pool_prefix[kind].append(transform_prefix(path))
-            self._pool[kind] += 1
-            self._shown[kind] = np.concatenate([self._shown[kind], [True]])
 
     def export_html(self, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None):
         """Write a self-contained HTML page (meshcat's viewer inline, no server, works from
         file://): the replay of `traj` with its time slider, or the current scene if traj is None."""
-        rec = self._record.copy()
         q = self._last_q
+        anim = None
         if traj is not None:
-            new_objects, anim, q = self._animation(traj, contacts, dt, fps, autoplay, 1)
-            for _, p, data in new_objects:
-                rec.set_object(p, data)
+            anim, q = self._animation(traj, contacts, dt, fps, autoplay, 1)
+        rec = self._record.copy()
+        if anim is not None:
             rec.animation = anim
         T = self._body_transforms(q)
         for p, m in zip(self._body_paths, pack_transforms(self._body_prefix, T)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,20 @@ def find_chromium():
     return None
 
 
-def screenshot(url, png_path, size=(960, 720), budget_ms=3000, timeout=120, chromium=None):
+def _run_group(cmd, timeout):
+    """Run cmd in its own process group; on timeout end that group (chromium's helpers too)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         text=True, start_new_session=True)
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return None
+    return subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
+
+
+def screenshot(url, png_path, size=(960, 720), budget_ms=3000, timeout=120, chromium=None, attempts=2):
     """Load `url` (http:// or file://) in headless Chromium with a fresh profile, let it run
     `budget_ms` of virtual time (scripts, websocket, WebGL frames), and save a PNG."""
     exe = chromium or find_chromium()
@@ -37,18 +51,18 @@ def screenshot(url, png_path, size=(960, 720), budget_ms=3000, timeout=120, chro
     os.makedirs(os.path.dirname(png_path), exist_ok=True)
     if os.path.exists(png_path):
         os.remove(png_path)
-    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        cmd = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
-               f"--virtual-time-budget={int(budget_ms)}", f"--screenshot={png_path}", url]
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                 stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"chromium did not finish within {timeout} s loading {url}") from None
-    if not os.path.isfile(png_path):
-        tail = "\n".join((out.stderr or "").strip().splitlines()[-15:])
-        raise RuntimeError(f"chromium wrote no screenshot of {url} (exit {out.returncode}):\n{tail}")
-    return png_path
+    out = None
+    for _ in range(attempts):   # a headless start now and then fails to write (zygote hiccup)
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+            cmd = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
+                   f"--virtual-time-budget={int(budget_ms)}", f"--screenshot={png_path}", url]
+            out = _run_group(cmd, timeout)
+            if out is None:
+                raise RuntimeError(f"chromium did not finish within {timeout} s loading {url}")
+        if os.path.isfile(png_path):
+            return png_path
+    tail = "\n".join((out.stderr or "").strip().splitlines()[-15:])
+    raise RuntimeError(f"chromium wrote no screenshot of {url} (exit {out.returncode}):\n{tail}")
 
 
 def screenshot_world(world, png_path, q=None, size=(960, 720), camera=None, budget_ms=3000, **viewer_options):

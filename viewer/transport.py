@@ -64,8 +64,9 @@ class Channel:
     the command and returns False.
     """
 
-    def __init__(self, zmq_url, max_outstanding=4000):
+    def __init__(self, zmq_url, timeout=10.0, max_outstanding=4000):
         self.zmq_url = zmq_url
+        self.timeout = float(timeout)
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
@@ -89,16 +90,24 @@ class Channel:
             raise ViewerConnectionError(f"meshcat server at {self.zmq_url} did not answer within {timeout} s")
         return reply
 
-    def send(self, kind, path, data):
-        """Queue one meshcat command without waiting. Returns False if it was dropped."""
+    def send(self, kind, path, data, reliable=False):
+        """Queue one meshcat command. A frame update (reliable=False) never waits: it is
+        dropped (returns False) when the server lags. A reliable command (scene objects,
+        properties, animations) waits up to `timeout` for the server to catch up, then
+        raises ViewerConnectionError."""
         if self.closed:
             return False
         self.poll()
         if self.outstanding >= self.max_outstanding:
-            self._drop()
-            return False
+            if not reliable:
+                self._drop()
+                return False
+            if not self.flush(self.timeout):
+                raise ViewerConnectionError(f"meshcat server at {self.zmq_url} did not answer within "
+                                            f"{self.timeout} s")
         try:
-            self.socket.send_multipart([b"", kind.encode(), path.encode(), data], flags=zmq.NOBLOCK)
+            self.socket.send_multipart([b"", kind.encode(), path.encode(), data],
+                                       flags=0 if reliable else zmq.NOBLOCK)
         except zmq.Again:
             self._drop()
             return False

@@ -350,6 +350,17 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
 
 
 @njit(cache=True)
+def _snap(F, m, u, v, t1, t2, out):
+    """Replace out by the feature vertex whose projection is (u, v), if there is one."""
+    for i in range(m):
+        du, dv = _dot(F[i], t1) - u, _dot(F[i], t2) - v
+        if du * du + dv * dv <= 1e-16:
+            out[:] = F[i]
+            return True
+    return False
+
+
+@njit(cache=True)
 def _newell(F, m, out):
     out[:] = 0.0
     for i in range(m):
@@ -861,6 +872,10 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
         mB = support_feature(BOX, sb, Rb, pb, cb, -n, tol, FB)
         if edge and mA == 2 and mB == 2:
             _segments_closest(FA[0], FA[1], FB[0], FB[1], pa_w, pb_w)
+            for k in range(3):  # the SAT separation is the exact edge-edge distance along n
+                mid = 0.5 * (pa_w[k] + pb_w[k])
+                pa_w[k] = mid - 0.5 * sep * n[k]
+                pb_w[k] = mid + 0.5 * sep * n[k]
         else:
             # a vertex or feature of one box against the other's face
             if mB <= mA:
@@ -984,19 +999,38 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
         tangent_basis(n, np.array((1.0, 0.0, 0.0)), t1, t2)
         qa = np.empty(3)
         qb = np.empty(3)
+        plane = mA == INF_FEATURE or mB == INF_FEATURE
         for i in range(m):
             u = 0.5 * (_dot(PA[i], t1) + _dot(PB[i], t1))
             v = 0.5 * (_dot(PA[i], t2) + _dot(PB[i], t2))
-            if (_lift(FA, mA, XA0, XAn, u, v, t1, t2, n, qa)
+            if plane:
+                # against a plane the shape's support set is unordered (maybe not planar):
+                # snap to its vertices only, and project on the plane exactly
+                if mA == INF_FEATURE:
+                    _snap(FB, mB, u, v, t1, t2, PB[i])
+                    _lift(FA, mA, XA0, XAn, _dot(PB[i], t1), _dot(PB[i], t2), t1, t2, n, PA[i])
+                else:
+                    _snap(FA, mA, u, v, t1, t2, PA[i])
+                    _lift(FB, mB, XB0, XBn, _dot(PA[i], t1), _dot(PA[i], t2), t1, t2, n, PB[i])
+            elif (_lift(FA, mA, XA0, XAn, u, v, t1, t2, n, qa)
                     and _lift(FB, mB, XB0, XBn, u, v, t1, t2, n, qb)):
                 PA[i] = qa
                 PB[i] = qb
         dmin = np.inf
         for i in range(m):
             dmin = min(dmin, _dot(PB[i], n) - _dot(PA[i], n))
-        if _dot(wb, n) - _dot(wa, n) < dmin - 1e-9 and m < PA.shape[0]:
-            PA[m] = wa
-            PB[m] = wb
-            m += 1
+        if _dot(wb, n) - _dot(wa, n) < dmin - 1e-9:
+            # replace a patch point within the patch tolerance of the witness, else append
+            j, best = -1, np.inf
+            for i in range(m):
+                e = 0.5 * (PA[i] + PB[i] - wa - wb)
+                dd = _dot(e, e) - _dot(e, n) ** 2
+                if dd < best:
+                    best, j = dd, i
+            if best > max(tol, 1e-9) ** 2 and m < PA.shape[0]:
+                j = m
+                m += 1
+            PA[j] = wa
+            PB[j] = wb
     return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
                       out_i.shape[0])

@@ -434,8 +434,47 @@ def test_backends_agree_on_shallow_pairs(ka, kb, tmp_path):
         for cfg, c in res.items():
             assert 1 <= len(c) <= 4, cfg
             assert np.all(c.body1 == 1) and np.all(c.body2 == 0)
-            assert np.allclose(c.normal[0], c0.normal[0], atol=1e-2), (cfg, c.normal[0], c0.normal[0])
-            assert np.isclose(c.distance.min(), c0.distance.min(), atol=5e-5), (cfg, c.distance, c0.distance)
+            if cfg[0] == "fcl" and frozenset((ka, kb)) not in FCL_EXACT:
+                # python-fcl's libccd EPA: normals of curved pairs are off by up to ~0.4 rad
+                # at shallow depth (coal matches the closed-form answer, see below)
+                assert np.dot(c.normal[0], c0.normal[0]) > 0.8, (cfg, c.normal[0], c0.normal[0])
+                assert np.isclose(c.distance.min(), c0.distance.min(), atol=3e-4), (cfg, c.distance)
+                continue
+            assert np.allclose(c.normal[0], c0.normal[0], atol=1e-3), (cfg, c.normal[0], c0.normal[0])
+            assert np.isclose(c.distance.min(), c0.distance.min(), atol=2e-6), (cfg, c.distance, c0.distance)
+
+
+# pairs fcl solves in closed form or on polytopes (the others go through libccd's EPA)
+FCL_EXACT = {frozenset(p) for p in [("box", "box"), ("box", "mesh"), ("mesh", "mesh"), ("sphere", "sphere"),
+                                    ("sphere", "box"), ("sphere", "capsule")]}
+
+
+def test_coal_capsule_pair_matches_closed_form():
+    """The reference of the comparison above: capsule–capsule against the closed-form
+    closest points of the two segments."""
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        RA, RB = Rotation.random(2, random_state=rng.integers(1 << 30)).as_matrix()
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        b = simstep.WorldBuilder(gravity=(0, 0, 0))
+        b.add_capsule("A", 0.05, 0.2, quaternion=quat(RA))
+        b.add_capsule("B", 0.04, 0.15, position=0.08 * u, quaternion=quat(RB))
+        w = b.build()
+        c = detect(w, ("coal", False))
+        if len(c) == 0:
+            continue
+        sa = np.linspace(-0.1, 0.1, 4001)[:, None] * RA[:, 2]
+        pa = sa
+        # closest points of the segments by dense sampling of A and projection on B
+        d2 = RB[:, 2]
+        t = np.clip((pa - 0.08 * u) @ d2, -0.075, 0.075)
+        pb = 0.08 * u + t[:, None] * d2
+        dist = np.linalg.norm(pa - pb, axis=1)
+        i = np.argmin(dist)
+        n = (pb[i] - pa[i]) / dist[i]
+        assert np.isclose(c.distance.min(), dist[i] - 0.09, atol=1e-6)
+        assert np.allclose(c.normal[np.argmin(c.distance)], n, atol=1e-3)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -452,7 +491,15 @@ def test_native_box_box_matches_coal(seed):
             continue
         assert len(cn) >= 1
         assert np.isclose(cn.distance.min(), cc.distance.min(), atol=1e-6, rtol=2e-3)
-        assert np.allclose(cn.normal[0], cc.normal[0], atol=1e-4)
+        # the native normal is a separating-axis direction: moving b by -distance along it
+        # separates the projections (radii r0 + r1 about centers c0, c1)
+        n = cn.normal[0]
+        proj = []
+        for g in w.geometries:
+            Rg = Rotation.from_quat(w.q0[7 * g.body + 3:7 * g.body + 7]).as_matrix()
+            proj.append((n @ w.q0[7 * g.body:7 * g.body + 3], np.abs(Rg.T @ n) @ g.size))
+        (c0, r0), (c1, r1) = proj
+        assert c1 > c0 and np.isclose(r0 + r1 - (c1 - c0), -cn.distance.min(), atol=1e-9)
 
 
 # ---------------------------------------------------------------- margin, filters, keys

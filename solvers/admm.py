@@ -26,13 +26,14 @@ from .cones import CONE, ORTHANT, ConeSet, desaxce_kernel, ncp_residuals_kernel,
 class ADMMSettings:
     """Solver settings (defaults from notes/admm.md)."""
     max_iter: int = 1000
-    eps_abs: float = 1e-8
-    eps_rel: float = 1e-6
+    eps_abs: float = 1e-6            # Pinocchio's defaults; tighter costs many iterations on
+    eps_rel: float = 1e-6            # redundant contact sets (four coplanar corners)
     tau: float = 0.5
     mu_prox: float = 1e-6
     rho_power: float = 0.2           # ρ₀ = √(L m) (L/m)^rho_power
     rho_power_factor: float = 0.05   # ρ ← ρ (L/m)^±rho_power_factor
     ratio_primal_dual: float = 10.0
+    update_rule: str = "spectral"    # "spectral" (ρ ← ρ (L/m)^±factor) or "osqp" (ρ ← ρ √(r_p / r_d))
     ncp: bool = True                 # De Saxcé correction (Coulomb); False: convex relaxation
     warm_start: bool = True
     eig_iters: int = 20              # power iterations for λ_max(G)
@@ -43,6 +44,8 @@ class ADMMSettings:
             raise ValueError("ADMM needs max_iter ≥ 1 and a positive tolerance")
         if not (0 < self.tau <= 1 and self.mu_prox > 0 and self.ratio_primal_dual > 1):
             raise ValueError("ADMM needs 0 < tau ≤ 1, mu_prox > 0, ratio_primal_dual > 1")
+        if self.update_rule not in ("spectral", "osqp"):
+            raise ValueError(f"update_rule must be 'spectral' or 'osqp', got {self.update_rule!r}")
 
 
 @dataclass
@@ -224,10 +227,12 @@ class ADMMSolver:
             x_prev[:] = x
             # spectral ρ update when the residuals are unbalanced
             new_rho = rho
-            if rp > st.ratio_primal_dual * rd:
-                new_rho = rho * step
-            elif rd > st.ratio_primal_dual * rp:
-                new_rho = rho / step
+            if rp > st.ratio_primal_dual * rd or rd > st.ratio_primal_dual * rp:
+                if st.update_rule == "spectral":
+                    new_rho = rho * step if rp > rd else rho / step
+                else:
+                    new_rho = rho * np.sqrt(rp / max(rd, 1e-300))
+                new_rho = min(max(new_rho, mm), L)     # keep τρ within the spectrum's range
             if new_rho != rho:
                 rho = new_rho
                 new_trho = st.tau * rho

@@ -25,14 +25,13 @@ import numpy as np
 import scipy.linalg as sla
 
 import models
-from models.dynamics import crba_kernel
-
-from .constraints import ConstraintSet, as_constraint_set, rows_kernel
-from models.dynamics import aba_factor_kernel
+from models.dynamics import aba_factor_kernel, crba_kernel
 from models.kinematics import kinematics_kernel
 
-from .delassus_kernels import (assemble_kernel, dense_jacobian_kernel, j_apply_kernel, jt_minv_kernel, lanczos_kernel,
-                               lcaba_factor_kernel, lcaba_solve_kernel, matvec_kernel, scatter_kernel)
+from .constraints import as_constraint_set, rows_kernel
+from .delassus_kernels import (assemble_kernel, dense_jacobian_kernel, j_apply_kernel, jt_apply_kernel,
+                               jt_minv_kernel, lanczos_kernel, lcaba_factor_kernel, lcaba_solve_kernel,
+                               matvec_kernel)
 from .elimination import cached_elimination
 
 _FREE = models.FREE
@@ -158,22 +157,14 @@ class MatrixFreeDelassus(_Rows):
                        v, out, acc)
         return out
 
-    def JT_apply(self, lam):
+    def JT_apply(self, lam, out=None):
         """Joint torques Jᵀ λ (nv,) (paper 000 Alg. 1)."""
         lam = self._vec(lam, self.m, "lam")
-        fext, tau = self._work()[:2]
-        scatter_kernel(self.la, self.lb, self.kA, self.kB, self.dof, self.sg, lam, fext, tau)
-        tau = tau.copy()
-        S = self.data.S
-        jint = self.model.jint
-        # backward force sweep: τᵢ += Sᵢᵀ fᵢ, f_λ(i) += fᵢ (Alg. 1 lines 7–10)
-        for i in range(self.model.nbodies - 1, -1, -1):
-            par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-            if nvi:
-                tau[iv:iv + nvi] += S[:, iv:iv + nvi].T @ fext[i]
-            if par >= 0:
-                fext[par] += fext[i]
-        return tau
+        out = np.empty(self.model.nv) if out is None else out
+        fext = self._work()[0]
+        jt_apply_kernel(self.model.jint, self.data.S, self.la, self.lb, self.kA, self.kB, self.dof, self.sg,
+                        lam, fext, out)
+        return out
 
     def JT_minv(self, lam, out=None):
         """Velocity change M⁻¹ Jᵀ λ (nv,) of constraint impulses λ (Alg. 1 merged into Alg. 2)."""

@@ -72,6 +72,23 @@ def jt_minv_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, sg, x, fext, tau, qdd,
 
 
 @njit(cache=True)
+def jt_apply_kernel(jint, S, la, lb, kA, kB, dof, sg, x, fext, tau):
+    """τ = Jᵀ x (paper 000 Alg. 1): scatter Kᵀx on links, then the backward force sweep
+    τᵢ += Sᵢᵀ fᵢ, f_λ(i) += fᵢ (lines 7–10)."""
+    scatter_kernel(la, lb, kA, kB, dof, sg, x, fext, tau)
+    for i in range(jint.shape[0] - 1, -1, -1):
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for k in range(iv, iv + nvi):
+            s = 0.0
+            for c in range(6):
+                s += S[c, k] * fext[i, c]
+            tau[k] += s
+        if par >= 0:
+            for c in range(6):
+                fext[par, c] += fext[i, c]
+
+
+@njit(cache=True)
 def j_apply_kernel(jint, S, la, lb, kA, kB, dof, sg, v, y, vel):
     """J v: link velocities by a forward sweep, then the rows (Alg. 3 with ν in place of ν̇)."""
     velocity_kernel(jint, S, v, vel)
@@ -144,6 +161,47 @@ def _outer_add(P, i, k, w, x, y):
             P[i, a, b] += xa * y[b]
 
 
+@njit(cache=True, inline="always")
+def _contact_block(b1, b2, f, Rv, r0, slot, Hd, Ho, W, A, B):
+    """Σ_r w_r k_r k_rᵀ for the three rows k_r = (t_r, p × t_r) of a contact with frame R and
+    weights w = Rv[r0:r0+3]: X W Xᵀ = [[W, −W p̂], [p̂ W, −p̂ W p̂]] with W = R diag(w) Rᵀ,
+    X = [I; p̂]; added to both links, its negative to their coupling block."""
+    if b1 == b2:
+        return
+    px, py, pz = f[0], f[1], f[2]
+    W[:, :] = 0.0
+    for k in range(3):
+        w = Rv[r0 + k]
+        t0, t1, t2 = f[3 + k], f[6 + k], f[9 + k]      # column k of R (row-major storage)
+        W[0, 0] += w * t0 * t0; W[0, 1] += w * t0 * t1; W[0, 2] += w * t0 * t2
+        W[1, 1] += w * t1 * t1; W[1, 2] += w * t1 * t2; W[2, 2] += w * t2 * t2
+    W[1, 0] = W[0, 1]; W[2, 0] = W[0, 2]; W[2, 1] = W[1, 2]
+    # A = p̂ W
+    for j in range(3):
+        A[0, j] = -pz * W[1, j] + py * W[2, j]
+        A[1, j] = pz * W[0, j] - px * W[2, j]
+        A[2, j] = -py * W[0, j] + px * W[1, j]
+    for i in range(3):
+        for j in range(3):
+            B[i, j] = W[i, j]
+            B[3 + i, j] = A[i, j]
+            B[i, 3 + j] = A[j, i]
+        # −p̂ W p̂ = −A p̂ : (A p̂)[i] = A[i] × ... column-wise: (A p̂)[:, j] = A (p̂ e_j)
+        B[3 + i, 3] = -(A[i, 1] * pz - A[i, 2] * py)
+        B[3 + i, 4] = -(-A[i, 0] * pz + A[i, 2] * px)
+        B[3 + i, 5] = -(A[i, 0] * py - A[i, 1] * px)
+    for side in range(2):
+        i = b1 if side == 0 else b2
+        if i >= 0:
+            for a in range(6):
+                for b in range(6):
+                    Hd[i, a, b] += B[a, b]
+    if b1 >= 0 and b2 >= 0:
+        for a in range(6):
+            for b in range(6):
+                Ho[slot, a, b] -= B[a, b]
+
+
 @njit(cache=True)
 def assemble_kernel(mode, rho, Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot,
                     la, lb, kA, kB, dof, Pd, Po, Pj, Hd, Ho, Dj):
@@ -161,7 +219,11 @@ def assemble_kernel(mode, rho, Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_bo
         Ho[:, :, :] = 0.0
         for k in range(Dj.shape[0]):
             Dj[k] = armature[k]
+        Ws, As, Bs = np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6))
         for c in range(nbk):
+            if cb_kind[c] == 0:
+                _contact_block(cb_body[c, 0], cb_body[c, 1], cb_f[c], Rv, cb_row[c], cb_slot[c], Hd, Ho, Ws, As, Bs)
+                continue
             for r in range(cb_row[c], cb_row[c] + cb_nrows[c]):
                 w = Rv[r]
                 if dof[r] >= 0:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 import sys
 import time
@@ -297,15 +296,22 @@ class MeshcatViewer:
             T[:, :3, 3] = op[self._bodies]
         return T
 
-    def _send_pose(self, q):
+    def _send_pose(self, q, reliable=False):
         T = self._body_transforms(q)
         self._last_q = np.array(q, dtype=float)
         if self._channel is not None and len(T):
             if self._proc is not None and self._proc.poll() is not None:
                 self._server_gone()
                 return
-            self._channel.send_many("set_transform", self._body_paths_b, pack_transforms(self._body_prefix, T))
+            if not self._channel.send_many("set_transform", self._body_paths_b,
+                                           pack_transforms(self._body_prefix, T), reliable=reliable):
+                return
         self.frames_sent += 1
+
+    @property
+    def frames_dropped(self):
+        """Live frames not sent because the server lagged (the simulation never waits)."""
+        return 0 if self._channel is None else self._channel.dropped
 
     def _server_gone(self):
         warnings.warn(f"the meshcat server (pid {self._proc.pid}) has exited; the viewer stops sending",
@@ -321,7 +327,7 @@ class MeshcatViewer:
         ``contacts=True`` (formats: `contact_arrows`); dt turns impulses into forces."""
         now = time.perf_counter()
         if self.realtime and t is not None:
-            if self._sync is None:
+            if self._sync is None or t < self._sync[0]:    # first call, or the time was reset
                 self._sync = (float(t), now)
             ahead = (float(t) - self._sync[0]) - (now - self._sync[1])
             if ahead > 2e-3:          # sleep in slices of a few ms, not every step
@@ -338,7 +344,7 @@ class MeshcatViewer:
     def display(self, q, contacts=None, dt=None):
         """Show configuration q (and contacts, if enabled) now, and wait for the server to take it."""
         q = self.model.check_q(q)
-        self._send_pose(q)
+        self._send_pose(q, reliable=True)
         if self.show_contacts and contacts is not None:
             self.draw_contacts(*contact_arrows(contacts, dt=dt))
         if not self.flush():
@@ -532,7 +538,7 @@ class MeshcatViewer:
         menu. contacts: one entry per sample (or ``traj.contacts``), drawn if the viewer has
         ``contacts=True``; dt turns impulses into forces."""
         anim, q_first = self._animation(traj, contacts, dt, fps, True, repetitions)
-        self._send_pose(q_first)
+        self._send_pose(q_first, reliable=True)
         self._record.animation = anim
         if self._channel is not None:
             self._channel.send("set_animation", "", anim, reliable=True)

@@ -50,10 +50,6 @@ def pack_transforms(prefixes, T):
     return [prefixes[i] + raw[i].tobytes() for i in range(n)]
 
 
-def pack_visible(path, visible):
-    return pack({"type": "set_property", "path": path, "property": "visible", "value": bool(visible)})
-
-
 # ------------------------------------------------------------------ channel
 class Channel:
     """A DEALER socket speaking meshcat's REQ/REP protocol without waiting for replies.
@@ -114,22 +110,24 @@ class Channel:
         self.outstanding += 1
         return True
 
-    def send_many(self, kind, paths, datas):
-        """Queue several commands of one kind; all or nothing. Returns False if dropped."""
+    def send_many(self, kind, paths, datas, reliable=False):
+        """Queue several commands of one kind (paths as bytes), all or nothing: without
+        `reliable`, returns False at once (nothing sent) when the server lags."""
         if self.closed:
             return False
         self.poll()
         if self.outstanding + len(datas) > self.max_outstanding:
-            self._drop()
-            return False
-        k = kind.encode()
-        sock = self.socket
-        for p, d in zip(paths, datas):
-            try:
-                sock.send_multipart([b"", k, p, d], flags=zmq.NOBLOCK)
-            except zmq.Again:
+            if not reliable:
                 self._drop()
                 return False
+            if not self.flush(self.timeout):
+                raise ViewerConnectionError(f"meshcat server at {self.zmq_url} did not answer within "
+                                            f"{self.timeout} s")
+        k = kind.encode()
+        sock = self.socket
+        flags = 0 if reliable else zmq.NOBLOCK
+        for p, d in zip(paths, datas):
+            sock.send_multipart([b"", k, p, d], flags=flags)   # room is ensured by SNDHWM > max_outstanding
             self.outstanding += 1
         return True
 

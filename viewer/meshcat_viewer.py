@@ -116,18 +116,20 @@ class MeshcatViewer:
     """Draws a `simstep.World` in meshcat.
 
     world: the built world. zmq_url: connect to a running meshcat server; else, if
-    `server`, start one (a subprocess on localhost); ``server=False`` draws nothing live
-    (only `export_html` is useful then). fps: live frame rate of `update`. geometry:
-    "visual", "collision" or "both". contacts: draw contact points and force arrows when
-    contact data is given; force_scale (m per N), max_arrow (m). realtime: `update` with
-    t sleeps so that the view does not run ahead of simulated time. camera: "auto" frames
-    the initial scene, None keeps meshcat's default. timeout (s): for server start-up and
-    explicit waits; `update` itself never waits for the server or a browser.
+    `server`, start one (a subprocess on localhost, stopped by `close`); ``server=False``
+    draws nothing live (only `export_html` is useful then). fps: live frame rate of
+    `update`. geometry: "visual", "collision" or "both" (collision translucent).
+    contacts: draw contact points (red) and force arrows on body 1 (yellow) when contact
+    data is given; force_scale (m per N), max_arrow (m). mesh_colors: use colours stored
+    in OBJ/DAE files. realtime: `update` with t sleeps so that the view does not run
+    ahead of simulated time. camera: "auto" frames the scene, None keeps meshcat's
+    default. open_browser: open the page. timeout (s): server start-up and explicit
+    waits; `update` itself never waits for the server or a browser.
     """
 
     def __init__(self, world, zmq_url=None, server=True, fps=30.0, geometry="visual", contacts=False,
                  force_scale=0.01, max_arrow=0.6, contact_radius=0.012, arrow_radius=0.006,
-                 mesh_colors=True, realtime=False, camera="auto", open=False, timeout=10.0,
+                 mesh_colors=True, realtime=False, camera="auto", open_browser=False, timeout=10.0,
                  root="/meshcat/simstep"):
         if not hasattr(world, "model") or not hasattr(world, "q0"):
             raise TypeError(f"MeshcatViewer needs a built simstep World, got {type(world).__name__}")
@@ -180,7 +182,7 @@ class MeshcatViewer:
         if camera == "auto":
             self._auto_camera()
         self.display(world.q0)
-        if open and self.web_url:
+        if open_browser and self.web_url:
             import webbrowser
             webbrowser.open(self.web_url, new=2)
 

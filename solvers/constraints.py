@@ -67,6 +67,23 @@ def _rot(R, what):
     return R
 
 
+@njit(cache=True)
+def _frames_are_rotations(F, tol):
+    """All F[k] (3×3) orthonormal with det +1 (within tol)."""
+    for k in range(F.shape[0]):
+        for i in range(3):
+            for j in range(3):
+                s = F[k, 0, i] * F[k, 0, j] + F[k, 1, i] * F[k, 1, j] + F[k, 2, i] * F[k, 2, j]
+                if abs(s - (1.0 if i == j else 0.0)) > tol:
+                    return False
+        det = (F[k, 0, 0] * (F[k, 1, 1] * F[k, 2, 2] - F[k, 1, 2] * F[k, 2, 1])
+               - F[k, 0, 1] * (F[k, 1, 0] * F[k, 2, 2] - F[k, 1, 2] * F[k, 2, 0])
+               + F[k, 0, 2] * (F[k, 1, 0] * F[k, 2, 1] - F[k, 1, 1] * F[k, 2, 0]))
+        if det < 0:
+            return False
+    return True
+
+
 class Contact:
     """Point contact between body1 and body2 (3 rows, see module doc)."""
     nrows = 3
@@ -99,8 +116,7 @@ class ContactSet:
             raise ValueError("body1 and body2 must have the same length")
         if not (np.all(np.isfinite(self.position)) and np.all(np.isfinite(self.frame))):
             raise ValueError("contact positions and frames must be finite")
-        RtR = np.einsum("kji,kjl->kil", self.frame, self.frame)
-        if k and (np.abs(RtR - np.eye(3)).max() > 1e-6 or np.linalg.det(self.frame).min() < 0):
+        if k and not _frames_are_rotations(self.frame, 1e-6):
             raise ValueError("contact frames must be rotation matrices (columns t1, t2, n)")
         if np.any(~(self.friction >= 0)):
             raise ValueError("friction coefficients must be >= 0")
@@ -238,8 +254,12 @@ class ConstraintSet:
             kinds.append([kind]); rows.append([m]); nrows.append([nr])
             bodies.append(np.array([[b1, b2]])); fpar.append(f)
             m += nr
-        cat = lambda L, dt, shape: (np.concatenate([np.asarray(x, dtype=dt).reshape((-1,) + shape) for x in L])
-                                    if L else np.zeros((0,) + shape, dt))
+        def cat(L, dt, shape):
+            if not L:
+                return np.zeros((0,) + shape, dt)
+            if len(L) == 1:
+                return np.asarray(L[0], dtype=dt).reshape((-1,) + shape)
+            return np.concatenate([np.asarray(x, dtype=dt).reshape((-1,) + shape) for x in L])
         self.m = m
         self.cb_kind = cat(kinds, np.int64, ())
         self.cb_row = cat(rows, np.int64, ())
@@ -279,8 +299,12 @@ class ConstraintSet:
         if b.shape[0] == 0:
             return np.zeros((0, 2), np.int64)
         ok = (b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1])
-        p = np.sort(b[ok], axis=1)
-        return np.unique(p, axis=0) if p.shape[0] else np.zeros((0, 2), np.int64)
+        if not ok.any():
+            return np.zeros((0, 2), np.int64)
+        n = self.model.nbodies
+        a, c = b[ok, 0], b[ok, 1]
+        key = np.unique(np.minimum(a, c) * n + np.maximum(a, c))
+        return np.stack([key // n, key % n], axis=1)
 
     def graph_key(self):
         """Hashable key of the constraint graph (the coupling pairs): the elimination order cache key."""

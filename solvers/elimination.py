@@ -19,6 +19,7 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 @dataclass
@@ -169,6 +170,166 @@ def _tree_order(parent):
                        np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, np.zeros((0, 2), np.int64), 0)
 
 
+
+@njit(cache=True)
+def _has(adj, deg, k, v):
+    for e in range(deg[k]):
+        if adj[k, e] == v:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _remove(adj, deg, k, v):
+    for e in range(deg[k]):
+        if adj[k, e] == v:
+            adj[k, e] = adj[k, deg[k] - 1]
+            deg[k] -= 1
+            return
+
+
+@njit(cache=True)
+def min_degree_kernel(parent, nvs, pairs):
+    """Minimum-degree elimination respecting the tree (numba version of `elimination_order`,
+    identical output). Adjacency in fixed-capacity rows, grown when full; heap with lazy
+    entries keyed by (current degree, -index)."""
+    n = parent.shape[0]
+    cap = 8
+    adj = np.full((n, cap), -1, np.int64)
+    deg = np.zeros(n, np.int64)
+    slot = dict()
+    slot[np.int64(-1)] = np.int64(-1)
+    del slot[np.int64(-1)]
+    nslot = 0
+    for r in range(pairs.shape[0]):
+        a, b = pairs[r, 0], pairs[r, 1]
+        for k, v in ((a, b), (b, a)):
+            if deg[k] == cap:
+                cap *= 2
+                new = np.full((n, cap), -1, np.int64)
+                new[:, :cap // 2] = adj
+                adj = new
+            adj[k, deg[k]] = v
+            deg[k] += 1
+        slot[a * n + b] = nslot
+        nslot += 1
+    nchild = np.zeros(n, np.int64)
+    for i in range(n):
+        if parent[i] >= 0:
+            nchild[parent[i]] += 1
+    done = np.zeros(n, np.bool_)
+    heap = [(np.int64(0), np.int64(0), np.int64(0))]
+    heap.pop()
+    for i in range(n):
+        if nchild[i] == 0:
+            p = parent[i]
+            d = deg[i] + (1 if p >= 0 and not _has(adj, deg, i, p) else 0)
+            heapq.heappush(heap, (d, -i, i))
+    order = np.empty(n, np.int64)
+    nb_ptr = np.zeros(n + 1, np.int64)
+    pair_ptr = np.zeros(n + 1, np.int64)
+    nb_node, nb_slot, nb_tr = [np.int64(0)], [np.int64(0)], [np.int64(0)]
+    nb_node.pop(); nb_slot.pop(); nb_tr.pop()
+    pr_slot, pr_tr = [np.int64(0)], [np.int64(0)]
+    pr_slot.pop(); pr_tr.pop()
+    full = np.empty(n + 1, np.int64)
+    t = 0
+    while len(heap) > 0:
+        d, _, i = heapq.heappop(heap)
+        if done[i]:
+            continue
+        p = parent[i]
+        cur = deg[i] + (1 if p >= 0 and not _has(adj, deg, i, p) else 0)
+        if d != cur:
+            heapq.heappush(heap, (cur, -i, i))
+            continue
+        done[i] = True
+        order[t] = i
+        # neighbour list: parent first, then the other couplings in increasing order
+        nf = 0
+        if p >= 0:
+            full[0] = p
+            nf = 1
+        rest = np.sort(adj[i, :deg[i]])
+        for v in rest:
+            if v != p:
+                full[nf] = v
+                nf += 1
+        for e in range(nf):
+            k = full[e]
+            if _has(adj, deg, i, k):
+                key = i * n + k if i < k else k * n + i
+                nb_slot.append(slot[key])
+                nb_tr.append(1 if k < i else 0)
+            else:
+                nb_slot.append(-1)
+                nb_tr.append(0)
+            nb_node.append(k)
+        nb_ptr[t + 1] = len(nb_node)
+        for e in range(deg[i]):
+            _remove(adj, deg, adj[i, e], i)
+        for e1 in range(nf):
+            if nvs[i] == 0 and not (p >= 0 and e1 == 0):
+                break
+            e2start = e1 + 1
+            for e2 in range(e2start, nf):
+                k, l = full[e1], full[e2]
+                key = k * n + l if k < l else l * n + k
+                if key in slot:
+                    s = slot[key]
+                else:
+                    s = nslot
+                    slot[key] = s
+                    nslot += 1
+                pr_slot.append(s)
+                pr_tr.append(1 if k > l else 0)
+                if not _has(adj, deg, k, l):
+                    for kk, vv in ((k, l), (l, k)):
+                        if deg[kk] == cap:
+                            cap *= 2
+                            new = np.full((n, cap), -1, np.int64)
+                            new[:, :cap // 2] = adj
+                            adj = new
+                        adj[kk, deg[kk]] = vv
+                        deg[kk] += 1
+            if nvs[i] == 0:
+                break
+        pair_ptr[t + 1] = len(pr_slot)
+        deg[i] = 0
+        for e in range(nf):
+            k = full[e]
+            if not done[k] and nchild[k] == 0:
+                pk = parent[k]
+                dk = deg[k] + (1 if pk >= 0 and not _has(adj, deg, k, pk) else 0)
+                heapq.heappush(heap, (dk, -k, k))
+        if p >= 0:
+            nchild[p] -= 1
+            if nchild[p] == 0:
+                dp = deg[p] + (1 if parent[p] >= 0 and not _has(adj, deg, p, parent[p]) else 0)
+                heapq.heappush(heap, (dp, -p, p))
+        t += 1
+    slot_pair = np.zeros((nslot, 2), np.int64)
+    for key, s in slot.items():
+        slot_pair[s, 0] = key // n
+        slot_pair[s, 1] = key % n
+    return (order[:t], nb_ptr, np.array(nb_node, dtype=np.int64), np.array(nb_slot, dtype=np.int64),
+            np.array(nb_tr, dtype=np.int64), pair_ptr, np.array(pr_slot, dtype=np.int64),
+            np.array(pr_tr, dtype=np.int64), slot_pair, t)
+
+
+def elimination_order_fast(parent, nvs, pairs):
+    """`elimination_order` computed by the numba kernel (same result)."""
+    parent = np.asarray(parent, dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if pairs.shape[0] == 0:
+        return _tree_order(parent)
+    (order, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr, slot_pair,
+     t) = min_degree_kernel(parent, np.asarray(nvs, dtype=np.int64), pairs)
+    assert t == parent.shape[0]
+    ninit = pairs.shape[0]
+    return Elimination(order, parent[order], nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr,
+                       slot_pair.shape[0], ninit, slot_pair, slot_pair.shape[0] - ninit)
+
 _CACHE = weakref.WeakKeyDictionary()   # model -> {pairs bytes: Elimination}
 _CACHE_MAX = 256
 
@@ -180,5 +341,5 @@ def cached_elimination(model, key_bytes, pairs):
     if el is None:
         if len(per) >= _CACHE_MAX:
             per.pop(next(iter(per)))
-        el = per[key_bytes] = elimination_order(model.parent, model.nvs, pairs)
+        el = per[key_bytes] = elimination_order_fast(model.parent, model.nvs, pairs)
     return el

@@ -464,3 +464,21 @@ def test_elimination_order_respects_tree_and_min_degree():
     pos = {int(v): k for k, v in enumerate(el.order)}
     assert pos[7] < pos[6] < pos[5]                         # children before parents
     assert pos[0] > min(pos[1], pos[3], pos[4])             # the hub is not eliminated first
+
+
+def test_numba_elimination_matches_reference():
+    """The numba minimum-degree kernel (used by the operators) reproduces the Python reference."""
+    from solvers.elimination import elimination_order_fast
+    rng = np.random.default_rng(14)
+    for _ in range(100):
+        n = int(rng.integers(2, 30))
+        parent = np.array([-1 if (i == 0 or rng.random() < 0.2) else int(rng.integers(0, i)) for i in range(n)])
+        nvs = rng.choice([0, 1, 1, 3, 6], n)
+        a, b = rng.integers(0, n, 2 * n), rng.integers(0, n, 2 * n)
+        ok = a != b
+        key = np.unique(np.minimum(a[ok], b[ok]) * n + np.maximum(a[ok], b[ok]))
+        pairs = np.stack([key // n, key % n], 1)
+        e1, e2 = elimination_order(parent, nvs, pairs), elimination_order_fast(parent, nvs, pairs)
+        for k in ("order", "par", "nb_ptr", "nb_node", "nb_slot", "nb_tr", "pair_ptr", "pair_slot", "pair_tr",
+                  "slot_pair"):
+            np.testing.assert_array_equal(getattr(e1, k), getattr(e2, k))

@@ -13,16 +13,15 @@ import numpy as np
 import pytest
 import umsgpack
 
-meshcat = pytest.importorskip("meshcat")
-import meshcat.commands  # noqa: E402
-import meshcat.path  # noqa: E402
-
-import models  # noqa: E402
-import simstep  # noqa: E402
-import viewer  # noqa: E402
-from viewer.meshcat_viewer import contact_arrows  # noqa: E402
-from viewer.scene import geometry_objects, load_mesh  # noqa: E402
-from viewer.transport import pack_transforms, transform_prefix  # noqa: E402
+import models
+import simstep
+import viewer  # first: it imports meshcat quietly
+import meshcat
+import meshcat.commands
+import meshcat.path
+from viewer.meshcat_viewer import contact_arrows
+from viewer.scene import geometry_objects, load_mesh
+from viewer.transport import pack_transforms, transform_prefix
 
 ROBOTS = os.path.join(os.path.dirname(models.robot_path("g1")[0]), "..", "..")
 

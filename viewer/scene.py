@@ -12,9 +12,14 @@ import functools
 import html
 import os
 
-import meshcat
-import meshcat.geometry as mg
+import warnings
+
 import numpy as np
+
+with warnings.catch_warnings():   # meshcat imports a pyzmq module deprecated since pyzmq 17
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import meshcat
+    import meshcat.geometry as mg
 
 from .transport import pack
 

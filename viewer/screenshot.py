@@ -16,7 +16,8 @@ import tempfile
 # headless, software WebGL, nothing fetched but the page itself
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-                  "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
+                  "--hide-scrollbars", "--disable-dev-shm-usage",
+                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"]
 
 
 def find_chromium():

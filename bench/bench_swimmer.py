@@ -92,9 +92,16 @@ def main():
     for key in ("mf_inv", "mf_R", "dense_inv", "dense_R", "pin_inv", "pin_R", "mf_kB", "dense_kB"):
         t = [r.get(key, np.nan) for r in rows]
         slopes[key] = dict(all=slope(nv, t), nv_ge_20=slope(nv, t, 20))
-    print("\nlog-log slopes of time (memory) vs nv:")
+    for key in slopes:
+        t = np.array([r.get(key, np.nan) for r in rows], float)
+        k = np.isfinite(t)
+        b, a0 = np.polyfit(np.asarray(nv, float)[k], t[k], 1)
+        slopes[key]["nv_ge_50"] = slope(nv, t, 50)
+        slopes[key]["affine_fit"] = dict(constant=float(a0), per_dof=float(b))
+    print("\nlog-log slopes of time (memory) vs nv, and the affine fit t ≈ a + b·nv:")
     for k, v in slopes.items():
-        print(f"  {k:10s} all sizes {v['all']:5.2f}   nv >= 20 {v['nv_ge_20']:5.2f}")
+        print(f"  {k:10s} all sizes {v['all']:5.2f}   nv >= 20 {v['nv_ge_20']:5.2f}   nv >= 50 {v['nv_ge_50']:5.2f}"
+              f"   a = {v['affine_fit']['constant']:9.1f}  b = {v['affine_fit']['per_dof']:8.3f} per dof")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "bench_swimmer.json"), "w") as f:
         json.dump(dict(rows=rows, slopes=slopes, damping=d), f, indent=1)

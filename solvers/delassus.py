@@ -353,10 +353,18 @@ class DenseDelassus(_Rows):
         self._Gc = sla.cho_factor(A, lower=True, check_finite=False)
         return self
 
-    def solve(self, b):
+    def solve(self, b, out=None, refine=0):
+        """(G + diag(d))⁻¹ b by the stored Cholesky factor; refine=k iterative-refinement steps."""
         if self._Gc is None:
             raise RuntimeError("call update_damping(d) before solve()")
-        return sla.cho_solve(self._Gc, self._vec(b, self.m, "b"), check_finite=False)
+        b = self._vec(b, self.m, "b")
+        x = sla.cho_solve(self._Gc, b, check_finite=False)
+        for _ in range(int(refine)):
+            x = x + sla.cho_solve(self._Gc, b - self.G @ x - self.d * x, check_finite=False)
+        if out is not None:
+            out[:] = x
+            return out
+        return x
 
     def max_eigenvalue(self):
         return float(np.linalg.eigvalsh(self.G)[-1]) if self.m else 0.0

@@ -161,6 +161,10 @@ def check_operator(model, q, cons, dampings=(1.0, 1e-2, 1e-4, 1e-6, 1e-8), seed=
     assert np.abs(D.matrix() - G).max() <= tol * Gmax
     for d in dampings:
         F.update_damping(d)
+        D.update_damping(d)
+        if d >= 1e-4:     # where a float64 Cholesky of G + dI is itself accurate to 1e-9
+            b = rng.normal(size=F.m)
+            assert rel(F.solve(b), D.solve(b)) <= tol, d
         for _ in range(2):
             b = rng.normal(size=F.m)
             ref = X.solve(d, b)

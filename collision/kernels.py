@@ -217,10 +217,8 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
     if kind == CYLINDER:
         r, h = size[0], size[1]
         du = R[0, 2] * d[0] + R[1, 2] * d[1] + R[2, 2] * d[2]
-        w = np.empty(3)
-        for k in range(3):
-            w[k] = d[k] - du * R[k, 2]
-        wn = np.sqrt(_dot(w, w))
+        w0, w1, w2 = d[0] - du * R[0, 2], d[1] - du * R[1, 2], d[2] - du * R[2, 2]
+        wn = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
         s = 1.0 if du > 0 else -1.0
         if 2.0 * r * wn <= tol:  # flat face: sampled disc
             for i in range(NDISC):
@@ -235,48 +233,58 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
                         out[i, k] = out[NDISC - 1 - i, k]
                         out[NDISC - 1 - i, k] = tmp
             return NDISC
-        for k in range(3):
-            w[k] /= wn
+        w0, w1, w2 = w0 / wn, w1 / wn, w2 / wn
         if 2.0 * h * abs(du) <= tol:  # side line
             for k in range(3):
-                out[0, k] = p[k] + h * R[k, 2] + r * w[k]
-                out[1, k] = p[k] - h * R[k, 2] + r * w[k]
+                wk = w0 if k == 0 else (w1 if k == 1 else w2)
+                out[0, k] = p[k] + h * R[k, 2] + r * wk
+                out[1, k] = p[k] - h * R[k, 2] + r * wk
             return 2
         for k in range(3):
-            out[0, k] = p[k] + s * h * R[k, 2] + r * w[k]
+            wk = w0 if k == 0 else (w1 if k == 1 else w2)
+            out[0, k] = p[k] + s * h * R[k, 2] + r * wk
         return 1
     if kind == BOX:
-        dl = np.empty(3)
-        sg = np.empty(3)
-        span = np.zeros(3, dtype=np.int64)
+        # per local axis j: span the face (both signs) when |d_j| is within the tolerance
         ns = 0
+        sg0 = sg1 = sg2 = 0.0
+        sp0 = sp1 = sp2 = False
         for j in range(3):
-            dl[j] = R[0, j] * d[0] + R[1, j] * d[1] + R[2, j] * d[2]
-            sg[j] = 1.0 if dl[j] >= 0 else -1.0
-            if 2.0 * size[j] * abs(dl[j]) <= tol:
-                span[j] = 1
+            dj = R[0, j] * d[0] + R[1, j] * d[1] + R[2, j] * d[2]
+            sgj = 1.0 if dj >= 0 else -1.0
+            spj = 2.0 * size[j] * abs(dj) <= tol
+            if spj:
                 ns += 1
+            if j == 0:
+                sg0, sp0 = sgj, spj
+            elif j == 1:
+                sg1, sp1 = sgj, spj
+            else:
+                sg2, sp2 = sgj, spj
         if ns == 3:  # cannot happen for a unit d; guard anyway
             ns = 0
-            span[:] = 0
+            sp0 = sp1 = sp2 = False
         cnt = 1 << ns
-        # cyclic sign patterns for spanned axes: (+,+), (+,-), (-,-), (-,+)
-        s1 = np.array((1.0, 1.0, -1.0, -1.0))
-        s2 = np.array((1.0, -1.0, -1.0, 1.0))
         for i in range(cnt):
-            loc = np.empty(3)
+            # cyclic sign patterns of the spanned axes: 1 axis (+), (-); 2 axes (+,+), (+,-), (-,-), (-,+)
+            first = 1.0 if (i == 0 or i == 1) else -1.0
+            second = 1.0 if (i == 0 or i == 3) else -1.0
+            if ns == 1:
+                first = 1.0 if i == 0 else -1.0
             used = 0
-            for j in range(3):
-                if span[j] == 1:
-                    if ns == 1:
-                        loc[j] = size[j] * (1.0 if i == 0 else -1.0)
-                    else:
-                        loc[j] = size[j] * (s1[i] if used == 0 else s2[i])
-                    used += 1
-                else:
-                    loc[j] = sg[j] * size[j]
+            l0 = sg0 * size[0]
+            if sp0:
+                l0 = size[0] * first
+                used = 1
+            l1 = sg1 * size[1]
+            if sp1:
+                l1 = size[1] * (first if used == 0 else second)
+                used += 1
+            l2 = sg2 * size[2]
+            if sp2:
+                l2 = size[2] * (first if used == 0 else second)
             for k in range(3):
-                out[i, k] = p[k] + R[k, 0] * loc[0] + R[k, 1] * loc[1] + R[k, 2] * loc[2]
+                out[i, k] = p[k] + R[k, 0] * l0 + R[k, 1] * l1 + R[k, 2] * l2
         return cnt
     # CONVEX
     nv = cverts.shape[0]
@@ -323,16 +331,15 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
         if du * du + dv * dv <= 1e-20:
             out[:] = F[i]
             return True
-    base = np.empty(3)
-    for k in range(3):
-        base[k] = u * t1[k] + v * t2[k]
+    b0, b1, b2 = u * t1[0] + v * t2[0], u * t1[1] + v * t2[1], u * t1[2] + v * t2[2]
     if m == INF_FEATURE or m >= 3:
         den = _dot(n, Xn)
         if abs(den) < 1e-9:
             return False
-        s = ((X0[0] - base[0]) * Xn[0] + (X0[1] - base[1]) * Xn[1] + (X0[2] - base[2]) * Xn[2]) / den
-        for k in range(3):
-            out[k] = base[k] + s * n[k]
+        s = ((X0[0] - b0) * Xn[0] + (X0[1] - b1) * Xn[1] + (X0[2] - b2) * Xn[2]) / den
+        out[0] = b0 + s * n[0]
+        out[1] = b1 + s * n[1]
+        out[2] = b2 + s * n[2]
         return True
     if m == 2:
         au, av = _dot(F[0], t1), _dot(F[0], t2)
@@ -377,6 +384,12 @@ def _newell(F, m, out):
 
 
 @njit(cache=True)
+def _reverse(x, m):
+    for i in range(m // 2):
+        x[i], x[m - 1 - i] = x[m - 1 - i], x[i]
+
+
+@njit(cache=True)
 def _area2(u, v, m):
     s = 0.0
     for i in range(m):
@@ -386,11 +399,10 @@ def _area2(u, v, m):
 
 
 @njit(cache=True)
-def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov):
+def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
     """Sutherland–Hodgman: subject polygon (su, sv, sm) clipped by the convex clip polygon
-    (cu, cv, cm), both counter-clockwise. Writes into ou, ov; returns the count."""
-    bu = np.empty(ou.shape[0])
-    bv = np.empty(ou.shape[0])
+    (cu, cv, cm), both counter-clockwise. Writes into ou, ov (bu, bv: scratch); returns
+    the count."""
     m = sm
     for i in range(m):
         ou[i] = su[i]
@@ -460,20 +472,18 @@ def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
 
 
 @njit(cache=True)
-def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB):
+def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
     """Contact patch between support features FA (of shape a, along +n) and FB (of b,
     along -n). m = -1 marks a plane (planeA/planeB = (point, normal) rows). Intersects the
     projections on the plane ⟂ n and lifts the result back on both features. Falls back to
     the witness pair (pa_w, pb_w) for point contacts or degenerate cases. Returns the count
-    of (PA[i], PB[i]) point pairs."""
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    tangent_basis(n, np.array((1.0, 0.0, 0.0)), t1, t2)
-    cap = PA.shape[0]
-    ou = np.empty(cap)
-    ov = np.empty(cap)
+    of (PA[i], PB[i]) point pairs. ws (8, MAXF), v3 (>= 7, 3): scratch."""
+    t1, t2, ex0 = v3[0], v3[1], v3[6]
+    ex0[0], ex0[1], ex0[2] = 1.0, 0.0, 0.0
+    tangent_basis(n, ex0, t1, t2)
+    ou, ov = ws[0], ws[1]
     m = 0
-    XA0, XAn, XB0, XBn = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
+    XA0, XAn, XB0, XBn = v3[2], v3[3], v3[4], v3[5]
     okA, okB = True, True
     if mA == INF_FEATURE:
         XA0[:] = planeA[0]
@@ -496,8 +506,7 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB):
                     ov[i] = _dot(F[i], t2)
                 m = mm
         elif mA >= 2 and mB >= 2:
-            ua, va = np.empty(max(mA, 1)), np.empty(max(mA, 1))
-            ub, vb = np.empty(max(mB, 1)), np.empty(max(mB, 1))
+            ua, va, ub, vb = ws[2], ws[3], ws[4], ws[5]
             for i in range(mA):
                 ua[i] = _dot(FA[i], t1)
                 va[i] = _dot(FA[i], t2)
@@ -505,12 +514,14 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB):
                 ub[i] = _dot(FB[i], t1)
                 vb[i] = _dot(FB[i], t2)
             if mA >= 3 and _area2(ua, va, mA) < 0:
-                ua, va = ua[:mA][::-1].copy(), va[:mA][::-1].copy()
+                _reverse(ua, mA)
+                _reverse(va, mA)
             if mB >= 3 and _area2(ub, vb, mB) < 0:
-                ub, vb = ub[:mB][::-1].copy(), vb[:mB][::-1].copy()
+                _reverse(ub, mB)
+                _reverse(vb, mB)
             if mA >= 3 and mB >= 3:
                 if abs(_area2(ua, va, mA)) > 1e-16 and abs(_area2(ub, vb, mB)) > 1e-16:
-                    m = _clip_polygon(ub, vb, mB, ua, va, mA, ou, ov)
+                    m = _clip_polygon(ub, vb, mB, ua, va, mA, ou, ov, ws[6], ws[7])
             elif mA >= 3:
                 if abs(_area2(ua, va, mA)) > 1e-16:
                     m = _clip_segment(ub[0], vb[0], ub[1], vb[1], ua, va, mA, ou, ov)
@@ -626,7 +637,7 @@ def reduce_patch(PA, PB, m, n, keep):
 
 
 @njit(cache=True)
-def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap):
+def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, v3):
     """Reduce the patch to ≤ 4 points and write them as contacts from index k.
 
     out_i (cap, 5) int64: body1, body2, geom1, geom2, key; out_f (cap, 16): position (3),
@@ -635,15 +646,15 @@ def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
     Returns the new k (counts past cap so the caller can grow the buffers)."""
     keep = np.empty(4, dtype=np.int64)
     r = reduce_patch(PA, PB, m, n, keep)
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    ref = gR[b, :, 0].copy()
-    if abs(_dot(ref, n)) > 0.9:
-        ref = gR[b, :, 1].copy()
+    t1, t2, ref, ang = v3[0], v3[1], v3[2], v3[3]
+    col = 0
+    if abs(gR[b, 0, 0] * n[0] + gR[b, 1, 0] * n[1] + gR[b, 2, 0] * n[2]) > 0.9:
+        col = 1
+    for q in range(3):
+        ref[q] = gR[b, q, col]
     tangent_basis(n, ref, t1, t2)
     # slot of each point: rank of its angle around the patch centroid, measured from t1
     cu, cv = 0.0, 0.0
-    ang = np.empty(4)
     for j in range(r):
         i = keep[j]
         cu += 0.5 * (_dot(PA[i], t1) + _dot(PB[i], t1)) / r
@@ -687,13 +698,12 @@ def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
 
 # ---------------------------------------------------------------- native narrow phase
 @njit(cache=True)
-def _box_box(sa, Ra, pa, sb, Rb, pb, n):
+def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
     """SAT for two boxes: best separating axis into n (oriented a -> b), its separation
     (negative = penetration) and whether it is an edge-edge axis."""
-    dpos = pb - pa
+    dx, dy, dz = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
     best = -np.inf
     edge = False
-    L = np.empty(3)
     for ax in range(15):
         if ax < 3:
             L[:] = Ra[:, ax]
@@ -711,7 +721,7 @@ def _box_box(sa, Ra, pa, sb, Rb, pb, n):
             L /= ln
         ra = sa[0] * abs(_dot(L, Ra[:, 0])) + sa[1] * abs(_dot(L, Ra[:, 1])) + sa[2] * abs(_dot(L, Ra[:, 2]))
         rb = sb[0] * abs(_dot(L, Rb[:, 0])) + sb[1] * abs(_dot(L, Rb[:, 1])) + sb[2] * abs(_dot(L, Rb[:, 2]))
-        c = _dot(L, dpos)
+        c = L[0] * dx + L[1] * dy + L[2] * dz
         s = abs(c) - ra - rb
         # edge axes must beat face axes clearly (face contacts are preferred on ties)
         thr = best + 1e-9 if ax < 6 else best + 1e-6 + 1e-3 * abs(best)
@@ -787,15 +797,15 @@ def _sphere_box(r, c, sb, Rb, pb, n, pa_w, pb_w):
 
 
 @njit(cache=True)
-def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
+def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, FA, FB, ws, v3):
     """Native narrow phase for pairs with a plane, sphere–sphere, sphere–box and box–box.
-    Returns the patch size (0: no contact within margin, -2: not handled natively)."""
-    FA = np.empty((MAXF, 3))
-    FB = np.empty((MAXF, 3))
-    planeA = np.zeros((2, 3))
-    planeB = np.zeros((2, 3))
-    pa_w = np.empty(3)
-    pb_w = np.empty(3)
+    Returns the patch size (0: no contact within margin, -2: not handled natively).
+    FA, FB (MAXF, 3), ws (8, MAXF), v3 (20, 3): scratch."""
+    planeA = v3[8:10]
+    planeB = v3[10:12]
+    pa_w = v3[12]
+    pb_w = v3[13]
+    negn = v3[15]
     if ka == PLANE or kb == PLANE:
         if ka == PLANE and kb == PLANE:
             return 0
@@ -805,7 +815,9 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
             planeA[0] = pa
             planeA[1] = n
             mA = INF_FEATURE
-            mB = support_feature(kb, sb, Rb, pb, cb, -n, tol, FB, False)
+            for k in range(3):
+                negn[k] = -n[k]
+            mB = support_feature(kb, sb, Rb, pb, cb, negn, tol, FB, False)
             dmin = np.inf
             for i in range(mB):
                 dd = _dot(FB[i], n) - _dot(pa, n)
@@ -833,7 +845,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
                 return 0
             for k in range(3):
                 pb_w[k] = pa_w[k] + dmin * n[k]
-        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB)
+        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
     if ka == SPHERE and kb == SPHERE:
         dv = pb - pa
         dist = np.sqrt(_dot(dv, dv))
@@ -865,11 +877,13 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
             PB[0] = pb_w
         return 1
     if ka == BOX and kb == BOX:
-        sep, edge = _box_box(sa, Ra, pa, sb, Rb, pb, n)
+        sep, edge = _box_box(sa, Ra, pa, sb, Rb, pb, n, v3[14])
         if sep > margin:
             return 0
+        for k in range(3):
+            negn[k] = -n[k]
         mA = support_feature(BOX, sa, Ra, pa, ca, n, tol, FA)
-        mB = support_feature(BOX, sb, Rb, pb, cb, -n, tol, FB)
+        mB = support_feature(BOX, sb, Rb, pb, cb, negn, tol, FB)
         if edge and mA == 2 and mB == 2:
             _segments_closest(FA[0], FA[1], FB[0], FB[1], pa_w, pb_w)
             for k in range(3):  # the SAT separation is the exact edge-edge distance along n
@@ -886,7 +900,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB):
                 pa_w[:] = FA[0]
                 for k in range(3):
                     pb_w[k] = pa_w[k] + sep * n[k]
-        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB)
+        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
     return -2
 
 
@@ -910,6 +924,10 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     ng = gbody.shape[0]
     PA = np.empty((MAXF, 3))
     PB = np.empty((MAXF, 3))
+    FA = np.empty((MAXF, 3))
+    FB = np.empty((MAXF, 3))
+    ws = np.empty((8, MAXF))
+    v3 = np.zeros((20, 3))
     n = np.empty(3)
     nlib = 0
     k = 0
@@ -923,13 +941,13 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
             continue
         m = native_pair(ka, gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]],
                         kb, gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]],
-                        margin, tol, n, PA, PB)
+                        margin, tol, n, PA, PB, FA, FB, ws, v3)
         if m == -2:
             lib_pairs[nlib] = pi
             nlib += 1
             continue
         if m > 0:
-            k = emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap)
+            k = emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, v3)
     return npairs, nlib, k
 
 
@@ -954,9 +972,11 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, 
     if mB == INF_FEATURE:
         planeB[0] = gp[b]
         planeB[1] = gR[b][:, 2]
-    m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB)
+    ws = np.empty((8, MAXF))
+    v3 = np.zeros((20, 3))
+    m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
     return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                      out_i.shape[0])
+                      out_i.shape[0], v3)
 
 
 @njit(**_JIT)
@@ -969,6 +989,8 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
     set and may miss an interior deepest vertex); then reduce and emit."""
     FA = np.empty((MAXF, 3))
     FB = np.empty((MAXF, 3))
+    ws = np.empty((8, MAXF))
+    v3 = np.zeros((20, 3))
     XA0, XAn, XB0, XBn = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
     mA = support_feature(gkind[a], gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]], n, tol, FA,
                          gkind[b] != PLANE)
@@ -992,7 +1014,7 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
         planeB = np.zeros((2, 3))
         planeA[0], planeA[1], planeB[0], planeB[1] = XA0, XAn, XB0, XBn
         pa_w, pb_w = PA[0].copy(), PB[0].copy()
-        m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB)
+        m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
     elif okA and okB and m > 1:
         t1 = np.empty(3)
         t2 = np.empty(3)
@@ -1033,4 +1055,4 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
             PA[j] = wa
             PB[j] = wb
     return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                      out_i.shape[0])
+                      out_i.shape[0], v3)

@@ -1,0 +1,188 @@
+"""Collision detection per call: the 30-box square pyramid, the 30-box stack and G1 lying on
+the ground, coal vs python-fcl, with and without the native numba kernels, in the same run.
+
+Variants (all through `collision.CollisionDetector.detect(q)`, input checks and the copy of
+the output arrays included):
+  coal+native  box/sphere/plane pairs in numba, the rest through coal (the default)
+  coal         every narrow-phase pair through coal (collide + ComputeContactPatch)
+  fcl+native   box/sphere/plane pairs in numba, the rest through python-fcl
+  fcl          every pair through python-fcl (collide, patch clipped here)
+and, for the broad phase alone, ours (numba sweep and prune with the filter) against coal's
+DynamicAABBTreeCollisionManager (update + collide with a collecting callback), FK included.
+
+Times are the median over rounds of the best-of-3 mean of a batch; variants alternate inside
+each round so machine noise hits all alike. Ratios are against `coal` (library narrow phase).
+
+    python bench/bench_collision.py [--number 200] [--rounds 5]
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import timeit
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import collision  # noqa: E402
+import models  # noqa: E402
+import simstep  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+H = 0.1            # box half extent (m)
+PEN = 1e-5         # penetration at every resting interface (m)
+GAP = 1e-3         # gap between neighbours of one pyramid layer (m)
+
+
+def pyramid():
+    """30 boxes: layers 4x4, 3x3, 2x2, 1; each upper box centred on four below it."""
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    step = 2 * H + GAP
+    for layer, n in enumerate((4, 3, 2, 1)):
+        z = H - PEN + layer * (2 * H - PEN)
+        off = -(n - 1) * step / 2
+        for i in range(n):
+            for j in range(n):
+                b.add_box(f"b{layer}_{i}_{j}", (H, H, H), position=(off + i * step, off + j * step, z))
+    w = b.build()
+    return w, w.q0, 4 * (16 + 9 * 4 + 4 * 4 + 1 * 4)
+
+
+def stack():
+    """30 boxes on top of each other, alternately yawed by 0 and 45 degrees."""
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    for k in range(30):
+        a = (np.pi / 8) * (k % 2)
+        b.add_box(f"b{k}", (H, H, H), position=(0, 0, H - PEN + k * (2 * H - PEN)),
+                  quaternion=(0, 0, np.sin(a), np.cos(a)))
+    w = b.build()
+    return w, w.q0, 4 * 30
+
+
+def g1_lying():
+    """G1 on its back (rotated -90 degrees about y), lowest point 1 mm into the ground."""
+    path, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    b.add_urdf("g1", path, package_dirs=dirs, position=(0, 0, 1.0),
+               quaternion=(0, -np.sin(np.pi / 4), 0, np.cos(np.pi / 4)))
+    w = b.build()
+    q = w.q0.copy()
+    # exact lowest point: a margin large enough to report every ground pair's distance
+    far = collision.CollisionDetector(w, margin=1.0, self_collision=False)
+    c = far.detect(q)
+    q[2] -= c.distance[c.body2 == -1].min() + 1e-3
+    return w, q, None
+
+
+class CoalManagerBroadPhase:
+    """Broad-phase baseline: FK, every moving geometry's transform set on its coal
+    CollisionObject, DynamicAABBTreeCollisionManager.update() and collide() with a collecting
+    callback (no filtering: coal's manager has none)."""
+
+    def __init__(self, world):
+        import coal
+        self.coal, self.world = coal, world
+        shapes = collision.CollisionDetector(world, backend="coal", native=False)._backend.shapes
+        self.objs = [coal.CollisionObject(s, coal.Transform3s()) for s in shapes]
+        self.moving = [(i, g.body, g.rotation, g.translation) for i, g in enumerate(world.geometries)
+                       if g.body >= 0]
+        for i, g in enumerate(world.geometries):
+            if g.body < 0:
+                self.objs[i].setTransform(coal.Transform3s(g.rotation, g.translation))
+        self.mgr = coal.DynamicAABBTreeCollisionManager()
+        for o in self.objs:
+            self.mgr.registerObject(o)
+        self.mgr.setup()
+        self.cb = coal.CollisionCallBackCollect(100000)
+
+    def pairs(self, q):
+        oR, op = models.forward_kinematics(self.world.model, q)
+        for i, b, R, p in self.moving:
+            o = self.objs[i]
+            o.setRotation(oR[b] @ R)
+            o.setTranslation(oR[b] @ p + op[b])
+            o.computeAABB()
+        self.mgr.update()
+        self.cb.init()
+        self.mgr.collide(self.cb)
+        return self.cb.numCollisionPairs()
+
+
+def per_call_us(fn, number):
+    return min(timeit.repeat(fn, number=number, repeat=3)) / number * 1e6
+
+
+def run(number, rounds):
+    scenes = {"pyramid-30": pyramid, "stack-30": stack, "g1-lying": g1_lying}
+    variants = [("coal+native", "coal", True), ("coal", "coal", False),
+                ("fcl+native", "fcl", True), ("fcl", "fcl", False)]
+    rows, broad = [], []
+    for name, make in scenes.items():
+        w, q, expected = make()
+        dets = {v: collision.CollisionDetector(w, backend=b, native=nat) for v, b, nat in variants}
+        counts = {}
+        for v, d in dets.items():
+            c = d.detect(q)
+            counts[v] = dict(contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
+                             ground=int((c.body2 == -1).sum()), min_distance=float(c.distance.min()),
+                             candidates=d.stats["candidates"], library_pairs=d.stats["library_pairs"])
+        fns = {v: (lambda d=d: d.detect(q)) for v, d in dets.items()}
+        times = {v: [] for v in fns}
+        for _ in range(rounds):
+            for v, fn in fns.items():
+                times[v].append(per_call_us(fn, number))
+        med = {v: float(np.median(t)) for v, t in times.items()}
+        for v in fns:
+            rows.append(dict(scene=name, variant=v, us_per_call=med[v], ratio_to_coal=med[v] / med["coal"],
+                             expected_contacts=expected, **counts[v]))
+        # broad phase alone: ours (FK + placements + AABBs + SAP + filter) vs coal's manager
+        det = dets["coal"]
+        mgr = CoalManagerBroadPhase(w)
+        bp = {"ours": lambda: det.candidate_pairs(q), "coal-manager": lambda: mgr.pairs(q)}
+        bt = {k: [] for k in bp}
+        for _ in range(rounds):
+            for k, fn in bp.items():
+                bt[k].append(per_call_us(fn, number))
+        bmed = {k: float(np.median(t)) for k, t in bt.items()}
+        broad.append(dict(scene=name, ours_us=bmed["ours"], coal_manager_us=bmed["coal-manager"],
+                          ratio=bmed["ours"] / bmed["coal-manager"], ours_pairs=len(det.candidate_pairs(q)),
+                          coal_manager_pairs=int(mgr.pairs(q))))
+    return rows, broad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--number", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    rows, broad = run(args.number, args.rounds)
+    print(f"{'scene':<12} {'variant':<12} {'us/call':>10} {'x coal':>8} {'contacts':>9} {'expected':>9} "
+          f"{'pairs':>6} {'min dist (m)':>13}")
+    for r in rows:
+        print(f"{r['scene']:<12} {r['variant']:<12} {r['us_per_call']:>10.1f} {r['ratio_to_coal']:>8.3f} "
+              f"{r['contacts']:>9d} {str(r['expected_contacts'] or '-'):>9} {r['pairs']:>6d} "
+              f"{r['min_distance']:>13.2e}")
+    print(f"\nbroad phase alone (FK included): {'scene':<12} {'ours us':>9} {'coal mgr us':>12} {'ratio':>7} "
+          f"{'our pairs':>10} {'mgr pairs':>10}")
+    for r in broad:
+        print(f"{'':33}{r['scene']:<12} {r['ours_us']:>9.1f} {r['coal_manager_us']:>12.1f} {r['ratio']:>7.3f} "
+              f"{r['ours_pairs']:>10d} {r['coal_manager_pairs']:>10d}")
+    import coal
+    import fcl
+    out = dict(benchmark="collision detection per call (CollisionDetector.detect)",
+               python=platform.python_version(), coal=coal.__version__,
+               fcl=getattr(fcl, "__version__", "?"), machine=platform.machine(), cpus=os.cpu_count(),
+               number=args.number, rounds=args.rounds, rows=rows, broad_phase=broad)
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    path = os.path.join(HERE, "results", "bench_collision.json")
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,12 @@ def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
+@njit(cache=True, inline="always")
+def _dotr(A, i, b):
+    """A[i] · b without making a view of the row."""
+    return A[i, 0] * b[0] + A[i, 1] * b[1] + A[i, 2] * b[2]
+
+
 @njit(cache=True)
 def tangent_basis(n, ref, t1, t2):
     """t1 = ref projected on the plane ⟂ n (or a fixed fallback), t2 = n × t1."""
@@ -148,8 +154,8 @@ def _hull2d(pts, m, t1, t2, out):
     u = np.empty(m)
     v = np.empty(m)
     for i in range(m):
-        u[i] = _dot(pts[i], t1)
-        v[i] = _dot(pts[i], t2)
+        u[i] = _dotr(pts, i, t1)
+        v[i] = _dotr(pts, i, t2)
     order = np.argsort(u, kind="mergesort")
     for i in range(1, m):  # ties in u: order by v (insertion sort, near-sorted input)
         j = i
@@ -305,7 +311,7 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
     if m <= 2 or not ordered:
         ibest = 0
         for i in range(m):
-            if _dot(sel[i], d) > _dot(sel[ibest], d):
+            if _dotr(sel, i, d) > _dotr(sel, ibest, d):
                 ibest = i
         out[0] = sel[ibest]
         j = 1
@@ -327,7 +333,7 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     the plane (m == -1, then X0/Xn are the plane's point and normal)) whose projection on
     the tangent plane is (u, v). Returns False if the lift is ill-conditioned."""
     for i in range(max(m, 0)):  # a vertex of the feature: exact, even on non-planar sets
-        du, dv = _dot(F[i], t1) - u, _dot(F[i], t2) - v
+        du, dv = _dotr(F, i, t1) - u, _dotr(F, i, t2) - v
         if du * du + dv * dv <= 1e-20:
             out[:] = F[i]
             return True
@@ -342,8 +348,8 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
         out[2] = b2 + s * n[2]
         return True
     if m == 2:
-        au, av = _dot(F[0], t1), _dot(F[0], t2)
-        bu, bv = _dot(F[1], t1), _dot(F[1], t2)
+        au, av = _dotr(F, 0, t1), _dotr(F, 0, t2)
+        bu, bv = _dotr(F, 1, t1), _dotr(F, 1, t2)
         L2 = (bu - au) ** 2 + (bv - av) ** 2
         t = 0.0
         if L2 > 1e-24:
@@ -360,7 +366,7 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
 def _snap(F, m, u, v, t1, t2, out):
     """Replace out by the feature vertex whose projection is (u, v), if there is one."""
     for i in range(m):
-        du, dv = _dot(F[i], t1) - u, _dot(F[i], t2) - v
+        du, dv = _dotr(F, i, t1) - u, _dotr(F, i, t2) - v
         if du * du + dv * dv <= 1e-16:
             out[:] = F[i]
             return True
@@ -502,17 +508,17 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
             F, mm = (FB, mB) if mA == INF_FEATURE else (FA, mA)
             if mm >= 2:
                 for i in range(mm):
-                    ou[i] = _dot(F[i], t1)
-                    ov[i] = _dot(F[i], t2)
+                    ou[i] = _dotr(F, i, t1)
+                    ov[i] = _dotr(F, i, t2)
                 m = mm
         elif mA >= 2 and mB >= 2:
             ua, va, ub, vb = ws[2], ws[3], ws[4], ws[5]
             for i in range(mA):
-                ua[i] = _dot(FA[i], t1)
-                va[i] = _dot(FA[i], t2)
+                ua[i] = _dotr(FA, i, t1)
+                va[i] = _dotr(FA, i, t2)
             for i in range(mB):
-                ub[i] = _dot(FB[i], t1)
-                vb[i] = _dot(FB[i], t2)
+                ub[i] = _dotr(FB, i, t1)
+                vb[i] = _dotr(FB, i, t2)
             if mA >= 3 and _area2(ua, va, mA) < 0:
                 _reverse(ua, mA)
                 _reverse(va, mA)
@@ -581,7 +587,7 @@ def reduce_patch(PA, PB, m, n, keep):
     d = np.empty(m)
     P = np.empty((m, 3))
     for i in range(m):
-        d[i] = _dot(PB[i], n) - _dot(PA[i], n)
+        d[i] = _dotr(PB, i, n) - _dotr(PA, i, n)
         for k in range(3):
             P[i, k] = 0.5 * (PA[i, k] + PB[i, k])
     i0 = 0
@@ -657,12 +663,12 @@ def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
     cu, cv = 0.0, 0.0
     for j in range(r):
         i = keep[j]
-        cu += 0.5 * (_dot(PA[i], t1) + _dot(PB[i], t1)) / r
-        cv += 0.5 * (_dot(PA[i], t2) + _dot(PB[i], t2)) / r
+        cu += 0.5 * (_dotr(PA, i, t1) + _dotr(PB, i, t1)) / r
+        cv += 0.5 * (_dotr(PA, i, t2) + _dotr(PB, i, t2)) / r
     for j in range(r):
         i = keep[j]
-        u = 0.5 * (_dot(PA[i], t1) + _dot(PB[i], t1)) - cu
-        v = 0.5 * (_dot(PA[i], t2) + _dot(PB[i], t2)) - cv
+        u = 0.5 * (_dotr(PA, i, t1) + _dotr(PB, i, t1)) - cu
+        v = 0.5 * (_dotr(PA, i, t2) + _dotr(PB, i, t2)) - cv
         th = np.arctan2(v, u)
         if th < 0:
             th += 2.0 * np.pi
@@ -688,7 +694,7 @@ def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
                 out_f[k, 3 + 3 * q] = t1[q]
                 out_f[k, 4 + 3 * q] = t2[q]
                 out_f[k, 5 + 3 * q] = n[q]
-            out_f[k, 12] = _dot(PB[i], n) - _dot(PA[i], n)
+            out_f[k, 12] = _dotr(PB, i, n) - _dotr(PA, i, n)
             out_f[k, 13] = mu
             out_f[k, 14] = e
             out_f[k, 15] = cmp
@@ -820,7 +826,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
             mB = support_feature(kb, sb, Rb, pb, cb, negn, tol, FB, False)
             dmin = np.inf
             for i in range(mB):
-                dd = _dot(FB[i], n) - _dot(pa, n)
+                dd = _dotr(FB, i, n) - _dot(pa, n)
                 if dd < dmin:
                     dmin = dd
                     pb_w[:] = FB[i]
@@ -837,7 +843,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
             mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA, False)
             dmin = np.inf
             for i in range(mA):
-                dd = _dot(pb, n) - _dot(FA[i], n)
+                dd = _dot(pb, n) - _dotr(FA, i, n)
                 if dd < dmin:
                     dmin = dd
                     pa_w[:] = FA[i]
@@ -1023,24 +1029,24 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
         qb = np.empty(3)
         plane = mA == INF_FEATURE or mB == INF_FEATURE
         for i in range(m):
-            u = 0.5 * (_dot(PA[i], t1) + _dot(PB[i], t1))
-            v = 0.5 * (_dot(PA[i], t2) + _dot(PB[i], t2))
+            u = 0.5 * (_dotr(PA, i, t1) + _dotr(PB, i, t1))
+            v = 0.5 * (_dotr(PA, i, t2) + _dotr(PB, i, t2))
             if plane:
                 # against a plane the shape's support set is unordered (maybe not planar):
                 # snap to its vertices only, and project on the plane exactly
                 if mA == INF_FEATURE:
                     _snap(FB, mB, u, v, t1, t2, PB[i])
-                    _lift(FA, mA, XA0, XAn, _dot(PB[i], t1), _dot(PB[i], t2), t1, t2, n, PA[i])
+                    _lift(FA, mA, XA0, XAn, _dotr(PB, i, t1), _dotr(PB, i, t2), t1, t2, n, PA[i])
                 else:
                     _snap(FA, mA, u, v, t1, t2, PA[i])
-                    _lift(FB, mB, XB0, XBn, _dot(PA[i], t1), _dot(PA[i], t2), t1, t2, n, PB[i])
+                    _lift(FB, mB, XB0, XBn, _dotr(PA, i, t1), _dotr(PA, i, t2), t1, t2, n, PB[i])
             elif (_lift(FA, mA, XA0, XAn, u, v, t1, t2, n, qa)
                     and _lift(FB, mB, XB0, XBn, u, v, t1, t2, n, qb)):
                 PA[i] = qa
                 PB[i] = qb
         dmin = np.inf
         for i in range(m):
-            dmin = min(dmin, _dot(PB[i], n) - _dot(PA[i], n))
+            dmin = min(dmin, _dotr(PB, i, n) - _dotr(PA, i, n))
         if _dot(wb, n) - _dot(wa, n) < dmin - 1e-9:
             # replace a patch point within the patch tolerance of the witness, else append
             j, best = -1, np.inf

@@ -221,6 +221,7 @@ class MeshcatViewer:
         self._body_prefix = [transform_prefix(p) for p in self._body_paths]
         self._body_paths_b = [p.encode() for p in self._body_paths]
         self._T = np.tile(np.eye(4), (len(self._bodies), 1, 1))
+        self._sent_T = np.full_like(self._T, np.nan)     # what the server has (NaN: nothing yet)
         self._static_transforms = static_T
         return objects
 
@@ -299,15 +300,21 @@ class MeshcatViewer:
         return T
 
     def _send_pose(self, q, reliable=False):
+        """Send the transforms of the bodies that moved since the last frame the server took."""
         T = self._body_transforms(q)
         self._last_q = np.array(q, dtype=float)
         if self._channel is not None and len(T):
             if self._proc is not None and self._proc.poll() is not None:
                 self._server_gone()
                 return
-            if not self._channel.send_many("set_transform", self._body_paths_b,
-                                           pack_transforms(self._body_prefix, T), reliable=reliable):
-                return
+            moved = np.flatnonzero(~(np.abs(T - self._sent_T).reshape(len(T), 16).max(axis=1) <= 1e-9))  # NaN: never sent
+            if len(moved):
+                ok = self._channel.send_many("set_transform", [self._body_paths_b[i] for i in moved],
+                                             pack_transforms([self._body_prefix[i] for i in moved], T[moved]),
+                                             reliable=reliable)
+                if not ok:
+                    return
+                self._sent_T[moved] = T[moved]
         self.frames_sent += 1
 
     @property

@@ -576,6 +576,21 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
     return k
 
 
+@njit(cache=True, inline="always")
+def _mid(PA, PB, i, k):
+    return 0.5 * (PA[i, k] + PB[i, k])
+
+
+@njit(cache=True)
+def _tri(PA, PB, a, b, c, n):
+    """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area)."""
+    ux, uy, uz = _mid(PA, PB, b, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, b, 1) - _mid(PA, PB, a, 1), \
+        _mid(PA, PB, b, 2) - _mid(PA, PB, a, 2)
+    vx, vy, vz = _mid(PA, PB, c, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, c, 1) - _mid(PA, PB, a, 1), \
+        _mid(PA, PB, c, 2) - _mid(PA, PB, a, 2)
+    return (uy * vz - uz * vy) * n[0] + (uz * vx - ux * vz) * n[1] + (ux * vy - uy * vx) * n[2]
+
+
 @njit(cache=True)
 def reduce_patch(PA, PB, m, n, keep):
     """Indices (into keep) of at most 4 points of the patch: the deepest, the farthest from
@@ -584,55 +599,36 @@ def reduce_patch(PA, PB, m, n, keep):
         for i in range(m):
             keep[i] = i
         return m
-    d = np.empty(m)
-    P = np.empty((m, 3))
+    i0, d0 = 0, np.inf
     for i in range(m):
-        d[i] = _dotr(PB, i, n) - _dotr(PA, i, n)
-        for k in range(3):
-            P[i, k] = 0.5 * (PA[i, k] + PB[i, k])
-    i0 = 0
-    for i in range(m):
-        if d[i] < d[i0] - 1e-12:
-            i0 = i
+        di = _dotr(PB, i, n) - _dotr(PA, i, n)
+        if di < d0 - 1e-12:
+            i0, d0 = i, di
     i1, best = -1, -1.0
     for i in range(m):
-        e = P[i] - P[i0]
-        s = _dot(e, e)
+        s = 0.0
+        for k in range(3):
+            e = _mid(PA, PB, i, k) - _mid(PA, PB, i0, k)
+            s += e * e
         if s > best + 1e-18:
             best, i1 = s, i
-    c = np.empty(3)
-    e1 = P[i1] - P[i0]
     i2, best = -1, -1.0
     for i in range(m):
-        e = P[i] - P[i0]
-        c[0] = e1[1] * e[2] - e1[2] * e[1]
-        c[1] = e1[2] * e[0] - e1[0] * e[2]
-        c[2] = e1[0] * e[1] - e1[1] * e[0]
-        s = abs(_dot(c, n))
+        s = abs(_tri(PA, PB, i0, i1, i, n))
         if s > best + 1e-18:
             best, i2 = s, i
     if best <= 1e-18:
         keep[0], keep[1] = i0, i1
         return 2
-    tri = (i0, i1, i2)
-    # orientation of the triangle around n
-    e2 = P[i2] - P[i0]
-    c[0] = e1[1] * e2[2] - e1[2] * e2[1]
-    c[1] = e1[2] * e2[0] - e1[0] * e2[2]
-    c[2] = e1[0] * e2[1] - e1[1] * e2[0]
-    orient = 1.0 if _dot(c, n) > 0 else -1.0
+    orient = 1.0 if _tri(PA, PB, i0, i1, i2, n) > 0 else -1.0
     i3, best = -1, 1e-18
     for i in range(m):
         if i == i0 or i == i1 or i == i2:
             continue
         for q in range(3):
-            a, b = tri[q], tri[(q + 1) % 3]
-            ea = P[b] - P[a]
-            eb = P[i] - P[a]
-            c[0] = ea[1] * eb[2] - ea[2] * eb[1]
-            c[1] = ea[2] * eb[0] - ea[0] * eb[2]
-            c[2] = ea[0] * eb[1] - ea[1] * eb[0]
-            s = -orient * _dot(c, n)  # > 0: outside edge a-b
+            a = i0 if q == 0 else (i1 if q == 1 else i2)
+            b = i1 if q == 0 else (i2 if q == 1 else i0)
+            s = -orient * _tri(PA, PB, a, b, i, n)  # > 0: outside edge a-b
             if s > best + 1e-18:
                 best, i3 = s, i
     keep[0], keep[1], keep[2] = i0, i1, i2

@@ -276,6 +276,12 @@ def test_contact_overlays_tip_at_force(tmp_path):
         T = np.array(umsgpack.unpackb(node["transform"])["matrix"]).reshape(4, 4).T
         assert T @ [0, 0, 1, 1] == pytest.approx(np.r_[P[i] + 0.01 * F[i], 1])   # unit arrow tip
         assert T @ [0, 0, 0, 1] == pytest.approx(np.r_[P[i], 1])
+    N = F / np.linalg.norm(F, axis=1, keepdims=True)      # unit normals drawn 5 cm long
+    v.draw_contacts(P, N, scale=0.05)
+    for i in range(3):
+        node = v._record.nodes[f"{v.root}_contacts/forces/{i}"]
+        T = np.array(umsgpack.unpackb(node["transform"])["matrix"]).reshape(4, 4).T
+        assert T @ [0, 0, 1, 1] == pytest.approx(np.r_[P[i] + 0.05 * N[i], 1])
     v.draw_contacts(P[:1], F[:1])
     assert list(v._shown["points"]) == [True, False, False]
     assert list(v._shown["forces"]) == [True, False, False]

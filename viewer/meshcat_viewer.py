@@ -332,7 +332,7 @@ class MeshcatViewer:
         """Live hook, cheap enough to call every simulation step: sends the pose only when a
         frame is due at `fps` (wall clock), else returns at once. Never waits for the
         browser or the server (with ``realtime=True`` it sleeps to keep pace with t).
-        Returns True if a frame was sent. contacts: drawn if the viewer was made with
+        Returns True if a frame was due (sent, or dropped if the server lags). contacts: drawn if the viewer was made with
         ``contacts=True`` (formats: `contact_arrows`); dt turns impulses into forces."""
         now = time.perf_counter()
         if self.realtime and t is not None:
@@ -378,10 +378,10 @@ class MeshcatViewer:
             self._shown[kind] = np.concatenate([self._shown[kind], np.zeros(n - self._pool[kind], bool)])
             self._pool[kind] = n
 
-    def _arrow_transforms(self, P, F):
-        """Transforms (k, 4, 4) of the unit arrow stretched to the force vectors (length
-        |f| force_scale, at most max_arrow), and the mask of non-zero forces."""
-        v = F * self.force_scale
+    def _arrow_transforms(self, P, F, scale=None):
+        """Transforms (k, 4, 4) of the unit arrow stretched to the vectors F (length
+        |f| scale, default force_scale, at most max_arrow), and the mask of non-zero ones."""
+        v = F * (self.force_scale if scale is None else float(scale))
         L = np.linalg.norm(v, axis=1)
         ok = L > 1e-9
         d = np.zeros_like(v)
@@ -417,9 +417,12 @@ class MeshcatViewer:
         if ok:
             self._shown[kind] = w
 
-    def draw_contacts(self, positions, forces=None):
-        """Draw contact points (k, 3) and, if given, force arrows (k, 3) [N] (on body 1),
-        replacing the previous ones. Arrow length = |f| force_scale, at most max_arrow."""
+    def draw_contacts(self, positions, forces=None, scale=None):
+        """Draw contact points (k, 3) and, if given, arrows for forces (k, 3) [N] on body 1
+        (or any vectors, e.g. normals), replacing the previous ones. Arrow length =
+        |f| scale (default force_scale m/N), at most max_arrow."""
+        if scale is not None and not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be positive, got {scale}")
         P, F = contact_arrows((positions, forces))
         k = len(P)
         self._grow_pool("points", k)
@@ -428,7 +431,7 @@ class MeshcatViewer:
         self._pool_frame("points", T, np.ones(k, bool))
         if F is not None:
             self._grow_pool("forces", k)
-            T, ok = self._arrow_transforms(P, F)
+            T, ok = self._arrow_transforms(P, F, scale)
             self._pool_frame("forces", T, ok)
         else:
             self._pool_frame("forces", np.zeros((0, 4, 4)), np.zeros(0, bool))

@@ -39,6 +39,12 @@ def _dotr(A, i, b):
     return A[i, 0] * b[0] + A[i, 1] * b[1] + A[i, 2] * b[2]
 
 
+@njit(cache=True, inline="always")
+def _dotc(b, A, j):
+    """b · A[:, j] without making a view of the column."""
+    return b[0] * A[0, j] + b[1] * A[1, j] + b[2] * A[2, j]
+
+
 @njit(cache=True)
 def tangent_basis(n, ref, t1, t2):
     """t1 = ref projected on the plane ⟂ n (or a fixed fallback), t2 = n × t1."""
@@ -708,21 +714,20 @@ def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
     edge = False
     for ax in range(15):
         if ax < 3:
-            L[:] = Ra[:, ax]
+            L[0], L[1], L[2] = Ra[0, ax], Ra[1, ax], Ra[2, ax]
         elif ax < 6:
-            L[:] = Rb[:, ax - 3]
+            L[0], L[1], L[2] = Rb[0, ax - 3], Rb[1, ax - 3], Rb[2, ax - 3]
         else:
             i, j = (ax - 6) // 3, (ax - 6) % 3
-            u, w = Ra[:, i], Rb[:, j]
-            L[0] = u[1] * w[2] - u[2] * w[1]
-            L[1] = u[2] * w[0] - u[0] * w[2]
-            L[2] = u[0] * w[1] - u[1] * w[0]
-            ln = np.sqrt(_dot(L, L))
+            L[0] = Ra[1, i] * Rb[2, j] - Ra[2, i] * Rb[1, j]
+            L[1] = Ra[2, i] * Rb[0, j] - Ra[0, i] * Rb[2, j]
+            L[2] = Ra[0, i] * Rb[1, j] - Ra[1, i] * Rb[0, j]
+            ln = np.sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2])
             if ln < 1e-6:
                 continue
-            L /= ln
-        ra = sa[0] * abs(_dot(L, Ra[:, 0])) + sa[1] * abs(_dot(L, Ra[:, 1])) + sa[2] * abs(_dot(L, Ra[:, 2]))
-        rb = sb[0] * abs(_dot(L, Rb[:, 0])) + sb[1] * abs(_dot(L, Rb[:, 1])) + sb[2] * abs(_dot(L, Rb[:, 2]))
+            L[0], L[1], L[2] = L[0] / ln, L[1] / ln, L[2] / ln
+        ra = sa[0] * abs(_dotc(L, Ra, 0)) + sa[1] * abs(_dotc(L, Ra, 1)) + sa[2] * abs(_dotc(L, Ra, 2))
+        rb = sb[0] * abs(_dotc(L, Rb, 0)) + sb[1] * abs(_dotc(L, Rb, 1)) + sb[2] * abs(_dotc(L, Rb, 2))
         c = L[0] * dx + L[1] * dy + L[2] * dz
         s = abs(c) - ra - rb
         # edge axes must beat face axes clearly (face contacts are preferred on ties)

@@ -85,13 +85,15 @@ class CollisionDetector:
         fixed-base robot is then also not tested against that robot's own static geometry.
     self_collision: test pairs of bodies of the same tree (robot); False skips them.
     exclude: iterable of pairs of body names/indices or geometry names never tested.
+    exclude_at: a configuration q; pairs of bodies of the same tree that touch there are
+        excluded (like an SRDF's disabled pairs: robot link hulls that overlap at rest).
     patch_tolerance (m): points within this distance of the support plane form the patch.
     Group/mask filter (MuJoCo's contype/conaffinity): a pair is tested if
     ``(group1 & mask2) or (group2 & mask1)``. Static–static pairs are never tested.
     """
 
     def __init__(self, world, backend="coal", margin=0.0, native=True, skip_adjacent=True,
-                 self_collision=True, exclude=(), patch_tolerance=1e-3):
+                 self_collision=True, exclude=(), exclude_at=None, patch_tolerance=1e-3):
         model = getattr(world, "model", world)
         geoms = getattr(world, "geometries", None)
         if geoms is None:
@@ -137,6 +139,8 @@ class CollisionDetector:
         else:
             from .backends import FclBackend
             self._backend = FclBackend(S, margin, tol)
+        if exclude_at is not None:
+            self._exclude_touching(exclude_at)
 
     # ------------------------------------------------------------------ setup
     def _alloc_pairs(self, cap):
@@ -193,6 +197,17 @@ class CollisionDetector:
             allow[np.ix_(gx, gy)] = 0
             allow[np.ix_(gy, gx)] = 0
         return allow
+
+    def _exclude_touching(self, q):
+        model, S = self.model, self.shapes
+        root = np.arange(model.nbodies)
+        for i in range(model.nbodies):
+            if model.parent[i] >= 0:
+                root[i] = root[model.parent[i]]
+        c = self.detect(q)
+        for g1, g2, b1, b2 in zip(c.geom1, c.geom2, c.body1, c.body2):
+            if b1 >= 0 and b2 >= 0 and root[b1] == root[b2]:
+                self.allow[g1, g2] = self.allow[g2, g1] = 0
 
     def _geoms_of(self, x):
         S = self.shapes

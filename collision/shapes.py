@@ -21,7 +21,8 @@ _HULLS = {}
 
 
 def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
-    """Convex hull of a mesh file (STL, OBJ, DAE, ... via trimesh), scaled per axis.
+    """Convex hull of a mesh file (STL, OBJ, DAE, ... via trimesh), scaled per axis
+    (a negative factor mirrors, as in some URDFs).
 
     Returns (vertices (nv, 3) m, triangles (nt, 3) int) of the hull in the mesh frame.
     Raises FileNotFoundError for a missing file and CollisionError for a file that cannot
@@ -31,8 +32,9 @@ def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
     what = f"geometry '{name}': " if name else ""
     path = os.fspath(path)
     s = np.broadcast_to(np.asarray(scale, dtype=float), (3,)).copy()
-    if not np.all(np.isfinite(s)) or np.any(s <= 0):
-        raise CollisionError(f"{what}mesh scale must be positive and finite, got {tuple(s)}")
+    if not np.all(np.isfinite(s)) or np.any(s == 0):
+        raise CollisionError(f"{what}mesh scale must be finite and non-zero (negative mirrors), "
+                             f"got {tuple(float(x) for x in s)}")
     key = (os.path.abspath(path), tuple(s))
     if key in _HULLS:
         return _HULLS[key]

@@ -700,3 +700,36 @@ def test_bad_meshes(tmp_path):
     assert len(v) == 8 and len(t) == 12
     with pytest.raises(CollisionError, match="scale"):
         collision.load_convex_mesh(ob, scale=(1, 0, 1))
+
+
+@pytest.mark.parametrize("ext", ["stl", "obj", "dae", "ply"])
+def test_mesh_formats_and_mirroring(tmp_path, ext):
+    """Hulls read from each format match the tetrahedron; a negative scale mirrors it."""
+    v = np.array([[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2]], float)
+    path = tmp_path / f"tet.{ext}"
+    trimesh.Trimesh(v, [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]]).export(path)
+    hv, ht = collision.load_convex_mesh(path)
+    assert same_points(hv, v, 1e-6) and len(ht) == 4  # STL stores float32
+    hv, ht = collision.load_convex_mesh(path, scale=(2.0, -1.0, 1.0))
+    assert same_points(hv, v * [2, -1, 1], 1e-6)
+    # outward triangles: the signed volume is positive
+    a, b, c = hv[ht[:, 0]], hv[ht[:, 1]], hv[ht[:, 2]]
+    assert np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6 > 0
+
+
+def test_exclude_at_drops_pairs_touching_at_rest():
+    """Robot link hulls that overlap at the neutral pose (an SRDF's disabled pairs)."""
+    path, dirs = models.robot_path("panda")
+    b = simstep.WorldBuilder()
+    b.add_urdf("arm", path, package_dirs=dirs, floating_base=False)
+    b.add_box("box", (0.05, 0.05, 0.05), position=(0.3, 0.0, 0.85))
+    w = b.build()
+    c = CollisionDetector(w).detect(w.q0)
+    box = w.body_index("box")
+    assert np.any((c.body1 != box) & (c.body2 != box))   # self contacts at rest
+    det = CollisionDetector(w, exclude_at=w.q0)
+    c2 = det.detect(w.q0)
+    assert np.all((c2.body1 == box) | (c2.body2 == box))
+    q = w.q0.copy()
+    q[-7:-4] = [5.0, 5.0, 5.0]   # the free box far away: nothing left
+    assert len(det.detect(q)) == 0

@@ -39,7 +39,6 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import models  # noqa: E402
 from bench.delassus_scenarios import (box_pyramid, box_stack, pin_compute, pin_problem, robot,  # noqa: E402
                                       with_joint_friction)
 from solvers import ConstraintSet, DenseDelassus, MatrixFreeDelassus  # noqa: E402

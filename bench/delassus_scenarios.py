@@ -16,7 +16,7 @@ import numpy as np
 import models
 from models import FREE, PLANAR, REVOLUTE, ModelBuilder
 from simstep import WorldBuilder
-from solvers import Contact, ContactSet, JointFriction
+from solvers import ContactSet, JointFriction
 
 H = 0.1  # box half extent
 

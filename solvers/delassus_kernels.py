@@ -342,6 +342,18 @@ def _schur(Ya, Yb, na, X):
                 X[a, b] = s
 
 
+@njit(cache=True, inline="always")
+def _schur_sym(Ya, na, X):
+    """X = −Ŷaᵀ Ŷa (6×6, symmetric: upper triangle computed, mirrored)."""
+    for a in range(6):
+        for b in range(a, 6):
+            s = 0.0
+            for r in range(na):
+                s -= Ya[r, a] * Ya[r, b]
+            X[a, b] = s
+            X[b, a] = s
+
+
 @njit(cache=True)
 def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr,
                         pair_ptr, pair_slot, pair_tr, Hd, Ho, Dj, L, Y):
@@ -475,7 +487,10 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
             ka = nb_node[e0 + ea]
             Ya = Y[e0 + ea]
             for eb in range(ea, deg):
-                _schur(Ya, Y[e0 + eb], na, X)
+                if eb == ea:
+                    _schur_sym(Ya, na, X)
+                else:
+                    _schur(Ya, Y[e0 + eb], na, X)
                 if ea == 0 and p >= 0:
                     if eb == 0:
                         coupled = nb_slot[e0] >= 0

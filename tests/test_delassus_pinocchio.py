@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import models
-from solvers import Contact, ContactSet, DenseDelassus, MatrixFreeDelassus
+from solvers import Contact, MatrixFreeDelassus
 
 pin = pytest.importorskip("pinocchio")
 from bench.delassus_scenarios import box_pyramid, pin_compute, pin_problem  # noqa: E402

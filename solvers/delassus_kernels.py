@@ -5,11 +5,42 @@ vectors kA[r], kB[r] (K of Eq. 5c), joint rows on dof[r] with sign sg[r] (𝒦 o
 Kinematic quantities come from `models.Data`: S (6, nv) world motion subspaces, H (n, 6, 6)
 body inertias, and the bias-free articulated factors U = Iᴬ S, D⁻¹ of plain ABA.
 """
+import glob
+import os
+
 import numpy as np
 from numba import njit
 
+import models.dynamics
+import models.kinematics
 from models.dynamics import minv_kernel
 from models.kinematics import velocity_kernel
+
+
+def _drop_stale_cache():
+    """Numba's on-disk cache of a function is keyed on its own file only, but several kernels
+    here compile in `models` kernels (minv_kernel, velocity_kernel and their helpers). When
+    those files change, drop this module's cache files so they are recompiled."""
+    try:
+        import models.joints
+        import models.spatial
+        deps = [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
+                models.joints.__file__]
+        stamp = ";".join(f"{os.path.getmtime(p)}:{os.path.getsize(p)}" for p in deps)
+        cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+        mark = os.path.join(cache, "delassus_kernels.deps")
+        old = open(mark).read() if os.path.exists(mark) else None
+        if old != stamp:
+            for f in glob.glob(os.path.join(cache, "delassus_kernels.*.nb[ic]")):
+                os.remove(f)
+            os.makedirs(cache, exist_ok=True)
+            with open(mark, "w") as fh:
+                fh.write(stamp)
+    except OSError:
+        pass
+
+
+_drop_stale_cache()
 
 
 # --------------------------------------------------------------------------- Alg. 1 / 3

@@ -486,3 +486,23 @@ def test_numba_elimination_matches_reference():
         for k in ("order", "par", "nb_ptr", "nb_node", "nb_slot", "nb_tr", "pair_ptr", "pair_slot", "pair_tr",
                   "slot_pair"):
             np.testing.assert_array_equal(getattr(e1, k), getattr(e2, k))
+
+
+def test_localized_loops_memory_is_linear():
+    """Chains with unary contacts plus contacts between links i and i+3 (local internal loops):
+    fill-in and the operator's state grow linearly in n."""
+    sizes, mem, fill = (25, 50, 100, 200), [], []
+    for n in sizes:
+        model = chain(n)
+        q = model.random_configuration(np.random.default_rng(n))
+        oR, op = models.forward_kinematics(model, q)
+        cons = [Contact(i, -1, op[i], np.eye(3)) for i in range(0, n, 2)]
+        cons += [Contact(i, i + 3, op[i], np.eye(3)) for i in range(0, n - 3, 5)]
+        F = MatrixFreeDelassus(model, q, cons, damping=1e-4)
+        F.matvec(np.ones(F.m))
+        F.solve(np.ones(F.m))
+        mem.append(F.nbytes())
+        fill.append(F.elimination.fill)
+    per = np.array(mem) / np.array(sizes)
+    assert per.max() / per.min() < 1.1
+    assert np.ptp(np.array(fill) / np.array(sizes)) < 0.05

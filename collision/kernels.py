@@ -34,6 +34,15 @@ def _dot(a, b):
 
 
 @njit(cache=True, inline="always")
+def _cp3(dst, src):
+    """dst[:3] = src[:3] element by element (numba's slice assignment checks for overlap
+    and may copy through a temporary)."""
+    dst[0] = src[0]
+    dst[1] = src[1]
+    dst[2] = src[2]
+
+
+@njit(cache=True, inline="always")
 def _dotr(A, i, b):
     """A[i] · b without making a view of the row."""
     return A[i, 0] * b[0] + A[i, 1] * b[1] + A[i, 2] * b[2]
@@ -45,7 +54,7 @@ def _dotc(b, A, j):
     return b[0] * A[0, j] + b[1] * A[1, j] + b[2] * A[2, j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tangent_basis(n, ref, t1, t2):
     """t1 = ref projected on the plane ⟂ n (or a fixed fallback), t2 = n × t1."""
     d = _dot(ref, n)
@@ -319,11 +328,11 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
         for i in range(m):
             if _dotr(sel, i, d) > _dotr(sel, ibest, d):
                 ibest = i
-        out[0] = sel[ibest]
+        _cp3(out[0], sel[ibest])
         j = 1
         for i in range(m):
             if i != ibest and j < out.shape[0]:
-                out[j] = sel[i]
+                _cp3(out[j], sel[i])
                 j += 1
         return j
     t1 = np.empty(3)
@@ -333,7 +342,7 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
 
 
 # ---------------------------------------------------------------- patch construction
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     """Point of feature F (m points; polygon with plane (X0, Xn), or segment, or point, or
     the plane (m == -1, then X0/Xn are the plane's point and normal)) whose projection on
@@ -341,7 +350,7 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     for i in range(max(m, 0)):  # a vertex of the feature: exact, even on non-planar sets
         du, dv = _dotr(F, i, t1) - u, _dotr(F, i, t2) - v
         if du * du + dv * dv <= 1e-20:
-            out[:] = F[i]
+            _cp3(out, F[i])
             return True
     b0, b1, b2 = u * t1[0] + v * t2[0], u * t1[1] + v * t2[1], u * t1[2] + v * t2[2]
     if m == INF_FEATURE or m >= 3:
@@ -364,22 +373,22 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
         for k in range(3):
             out[k] = F[0, k] + t * (F[1, k] - F[0, k])
         return True
-    out[:] = F[0]
+    _cp3(out, F[0])
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _snap(F, m, u, v, t1, t2, out):
     """Replace out by the feature vertex whose projection is (u, v), if there is one."""
     for i in range(m):
         du, dv = _dotr(F, i, t1) - u, _dotr(F, i, t2) - v
         if du * du + dv * dv <= 1e-16:
-            out[:] = F[i]
+            _cp3(out, F[i])
             return True
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _newell(F, m, out):
     out[:] = 0.0
     for i in range(m):
@@ -395,13 +404,13 @@ def _newell(F, m, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _reverse(x, m):
     for i in range(m // 2):
         x[i], x[m - 1 - i] = x[m - 1 - i], x[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _area2(u, v, m):
     s = 0.0
     for i in range(m):
@@ -454,7 +463,7 @@ def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
     """Segment a-b clipped by the convex counter-clockwise polygon (Cyrus–Beck)."""
     t0, t1 = 0.0, 1.0
@@ -498,16 +507,16 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
     XA0, XAn, XB0, XBn = v3[2], v3[3], v3[4], v3[5]
     okA, okB = True, True
     if mA == INF_FEATURE:
-        XA0[:] = planeA[0]
-        XAn[:] = planeA[1]
+        _cp3(XA0, planeA[0])
+        _cp3(XAn, planeA[1])
     elif mA >= 3:
-        XA0[:] = FA[0]
+        _cp3(XA0, FA[0])
         okA = _newell(FA, mA, XAn)
     if mB == INF_FEATURE:
-        XB0[:] = planeB[0]
-        XBn[:] = planeB[1]
+        _cp3(XB0, planeB[0])
+        _cp3(XBn, planeB[1])
     elif mB >= 3:
-        XB0[:] = FB[0]
+        _cp3(XB0, FB[0])
         okB = _newell(FB, mB, XBn)
     if okA and okB and not (mA == INF_FEATURE and mB == INF_FEATURE):
         if mA == INF_FEATURE or mB == INF_FEATURE:
@@ -563,10 +572,10 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
         # convex hull within the tolerance need not be planar)
         for i in range(m):
             if mA == INF_FEATURE:
-                PB[i] = FB[i]
+                _cp3(PB[i], FB[i])
                 _lift(FA, mA, XA0, XAn, ou[i], ov[i], t1, t2, n, PA[i])
             else:
-                PA[i] = FA[i]
+                _cp3(PA[i], FA[i])
                 _lift(FB, mB, XB0, XBn, ou[i], ov[i], t1, t2, n, PB[i])
         return m
     for i in range(m):
@@ -576,8 +585,8 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
             continue
         k += 1
     if k == 0:
-        PA[0] = pa_w
-        PB[0] = pb_w
+        _cp3(PA[0], pa_w)
+        _cp3(PB[0], pb_w)
         k = 1
     return k
 
@@ -587,7 +596,7 @@ def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tri(PA, PB, a, b, c, n):
     """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area)."""
     ux, uy, uz = _mid(PA, PB, b, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, b, 1) - _mid(PA, PB, a, 1), \
@@ -793,7 +802,7 @@ def _sphere_box(r, c, sb, Rb, pb, n, pa_w, pb_w):
         if s < best:
             best, j = s, k
     sg = 1.0 if cl[j] >= 0 else -1.0
-    q[:] = cl
+    _cp3(q, cl)
     q[j] = sg * sb[j]
     qw = Rb @ q + pb
     for k in range(3):
@@ -819,8 +828,8 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
         if ka == PLANE:
             for k in range(3):
                 n[k] = Ra[k, 2]
-            planeA[0] = pa
-            planeA[1] = n
+            _cp3(planeA[0], pa)
+            _cp3(planeA[1], n)
             mA = INF_FEATURE
             for k in range(3):
                 negn[k] = -n[k]
@@ -830,7 +839,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
                 dd = _dotr(FB, i, n) - _dot(pa, n)
                 if dd < dmin:
                     dmin = dd
-                    pb_w[:] = FB[i]
+                    _cp3(pb_w, FB[i])
             if dmin > margin:
                 return 0
             for k in range(3):
@@ -838,8 +847,8 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
         else:
             for k in range(3):
                 n[k] = -Rb[k, 2]
-            planeB[0] = pb
-            planeB[1] = n
+            _cp3(planeB[0], pb)
+            _cp3(planeB[1], n)
             mB = INF_FEATURE
             mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA, False)
             dmin = np.inf
@@ -847,7 +856,7 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
                 dd = _dot(pb, n) - _dotr(FA, i, n)
                 if dd < dmin:
                     dmin = dd
-                    pa_w[:] = FA[i]
+                    _cp3(pa_w, FA[i])
             if dmin > margin:
                 return 0
             for k in range(3):
@@ -873,15 +882,15 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
             dist = _sphere_box(sa[0], pa, sb, Rb, pb, n, pa_w, pb_w)
             if dist > margin:
                 return 0
-            PA[0] = pa_w
-            PB[0] = pb_w
+            _cp3(PA[0], pa_w)
+            _cp3(PB[0], pb_w)
         else:
             dist = _sphere_box(sb[0], pb, sa, Ra, pa, n, pb_w, pa_w)
             if dist > margin:
                 return 0
             n *= -1.0
-            PA[0] = pa_w
-            PB[0] = pb_w
+            _cp3(PA[0], pa_w)
+            _cp3(PB[0], pb_w)
         return 1
     if ka == BOX and kb == BOX:
         sep, edge = _box_box(sa, Ra, pa, sb, Rb, pb, n, v3[14])
@@ -900,11 +909,11 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
         else:
             # a vertex or feature of one box against the other's face
             if mB <= mA:
-                pb_w[:] = FB[0]
+                _cp3(pb_w, FB[0])
                 for k in range(3):
                     pa_w[k] = pb_w[k] - sep * n[k]
             else:
-                pa_w[:] = FA[0]
+                _cp3(pa_w, FA[0])
                 for k in range(3):
                     pb_w[k] = pa_w[k] + sep * n[k]
         return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
@@ -974,10 +983,10 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, 
     mB = support_feature(gkind[b], gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]], -n, tol, FB,
                          gkind[a] != PLANE)
     if mA == INF_FEATURE:
-        planeA[0] = gp[a]
+        _cp3(planeA[0], gp[a])
         planeA[1] = gR[a][:, 2]
     if mB == INF_FEATURE:
-        planeB[0] = gp[b]
+        _cp3(planeB[0], gp[b])
         planeB[1] = gR[b][:, 2]
     ws = np.empty((8, MAXF))
     v3 = np.zeros((20, 3))
@@ -1005,16 +1014,16 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
                          gkind[a] != PLANE)
     okA, okB = True, True
     if mA == INF_FEATURE:
-        XA0[:] = gp[a]
+        _cp3(XA0, gp[a])
         XAn[:] = gR[a][:, 2]
     elif mA >= 3:
-        XA0[:] = FA[0]
+        _cp3(XA0, FA[0])
         okA = _newell(FA, mA, XAn)
     if mB == INF_FEATURE:
-        XB0[:] = gp[b]
+        _cp3(XB0, gp[b])
         XBn[:] = gR[b][:, 2]
     elif mB >= 3:
-        XB0[:] = FB[0]
+        _cp3(XB0, FB[0])
         okB = _newell(FB, mB, XBn)
     if m == 1:  # coal found no patch (e.g. capsule–capsule): clip the support features
         planeA = np.zeros((2, 3))
@@ -1043,8 +1052,8 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
                     _lift(FB, mB, XB0, XBn, _dotr(PA, i, t1), _dotr(PA, i, t2), t1, t2, n, PB[i])
             elif (_lift(FA, mA, XA0, XAn, u, v, t1, t2, n, qa)
                     and _lift(FB, mB, XB0, XBn, u, v, t1, t2, n, qb)):
-                PA[i] = qa
-                PB[i] = qb
+                _cp3(PA[i], qa)
+                _cp3(PB[i], qb)
         dmin = np.inf
         for i in range(m):
             dmin = min(dmin, _dotr(PB, i, n) - _dotr(PA, i, n))
@@ -1059,7 +1068,7 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
             if best > max(tol, 1e-9) ** 2 and m < PA.shape[0]:
                 j = m
                 m += 1
-            PA[j] = wa
-            PB[j] = wb
+            _cp3(PA[j], wa)
+            _cp3(PB[j], wb)
     return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
                       out_i.shape[0], v3)

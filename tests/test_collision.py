@@ -733,3 +733,31 @@ def test_exclude_at_drops_pairs_touching_at_rest():
     q = w.q0.copy()
     q[-7:-4] = [5.0, 5.0, 5.0]   # the free box far away: nothing left
     assert len(det.detect(q)) == 0
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(rv=st.lists(st.floats(-3, 3), min_size=3, max_size=3), depth=st.floats(1e-4, 0.02),
+       cfg=st.sampled_from(CONFIGS))
+def test_box_on_ground_property(rv, depth, cfg):
+    """Any pose: the deepest contact is the lowest corner, every point of body 1 lies on the
+    box surface at height = its distance, normals are +z."""
+    h = np.array([0.1, 0.15, 0.05])
+    R = Rotation.from_rotvec(rv).as_matrix()
+    corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * h @ R.T
+    p = np.array([0.0, 0.0, -corners[:, 2].min() - depth])
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    b.add_box("b", h, position=p, quaternion=quat(R))
+    w = b.build()
+    c = detect(w, cfg)
+    assert 1 <= len(c) <= 4
+    assert np.allclose(c.normal, [0, 0, 1])
+    assert np.isclose(c.distance.min(), -depth, atol=1e-9)
+    p1 = c.point1()
+    assert np.allclose(p1[:, 2], c.distance, atol=1e-9)
+    local = (p1 - p) @ R  # on the box surface: some |coordinate| equals the half extent
+    assert np.all(np.abs(local) <= h + 1e-9)
+    assert np.all(np.isclose(np.abs(local), h, atol=1e-9).any(axis=1))

@@ -108,13 +108,14 @@ class Simulator:
     Parameters (keyword): dt (s); operator "matrix_free" | "dense"; solver "admm" | "pgs";
     collision_backend "coal" | "fcl"; margin (m, contact detection margin); erp (Baumgarte
     factor for penetration and loop drift, 0–1); restitution_threshold (m/s); joint_limits
-    (bool); actuation (array (nv,) or callable(sim) -> (nv,)); constraints (extra
-    `LoopClosure`s etc.); any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, ...).
+    (bool); actuation (array (nv,) or callable(sim) -> (nv,); default: ``world.actuation`` if
+    the scene set one); constraints (extra `LoopClosure`s etc.; default: ``world.constraints``);
+    any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...).
     """
 
     def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
-                 actuation=None, constraints=(), pgs_max_iter=1000, **solver_settings):
+                 actuation=None, constraints=None, pgs_max_iter=1000, **solver_settings):
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
         dt = float(dt)
@@ -139,6 +140,11 @@ class Simulator:
             raise TypeError(f"unknown Simulator settings {unknown}")
         self.pgs = PGSSolver(max_iter=pgs_max_iter)
         self.data = models.Data(self.model)
+        # a scene may carry its loop closures and controller on the world
+        if constraints is None:
+            constraints = getattr(world, "constraints", ())
+        if actuation is None:
+            actuation = getattr(world, "actuation", None)
         self.extra_constraints = list(constraints)
         for c in self.extra_constraints:
             if not isinstance(c, (LoopClosure, JointLimit, JointFriction)):

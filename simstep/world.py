@@ -103,6 +103,8 @@ class World:
     visuals: list = field(default_factory=list)      # visual geometry
     objects: dict = field(default_factory=dict)      # name -> dict(kind, bodies, ...)
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    constraints: list = field(default_factory=list)  # loop closures etc. a scene asks the Simulator for
+    actuation: object = None                          # default joint torques: array (nv,) or callable(sim)
 
     def body_index(self, body):
         """Index of a body given by name or index (-1 / "world" for the world). For a robot

@@ -6,6 +6,7 @@ repeated runs, everything from the configuration q and a prebuilt ConstraintSet)
 
   matrix-free (ours, `solvers.MatrixFreeDelassus`)
     Λ⁻¹    construction at q (kinematics, rows, ABA inertias) + one product
+           (also given as "| data": from a models.Data already computed at q, as in a step)
     Λ_R    construction + damping + one solve
     re Λ⁻¹ / re Λ_R   applying the built operator to a new vector
     Λ'_R   new damping + one solve
@@ -41,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.delassus_scenarios import (box_pyramid, box_stack, pin_compute, pin_problem, robot,  # noqa: E402
                                       with_joint_friction)
+import models  # noqa: E402
 from solvers import ConstraintSet, DenseDelassus, MatrixFreeDelassus  # noqa: E402
 
 # paper 000 Table I (μs; kB): MF Λ⁻¹, explicit Λ⁻¹, MF Λ_R, explicit Λ_R,
@@ -116,6 +118,10 @@ def bench_one(label, model, q, cons, d=1e-4, d2=2e-4, budget=0.25, pin_ok=True):
     r["mf_ordering_first_us"] = (time.perf_counter() - t0) * 1e6
     r["mf_inv"] = timeit(lambda: MatrixFreeDelassus(model, q, cs).matvec(x), budget)
     r["mf_R"] = timeit(lambda: MatrixFreeDelassus(model, q, cs, damping=d).solve(b), budget)
+    # the simulator's situation: kinematics and ABA inertias already in a models.Data at q
+    data = models.Data(model).compute(q)
+    r["mf_inv_data"] = timeit(lambda: MatrixFreeDelassus(model, q, cs, data=data).matvec(x), budget)
+    r["mf_R_data"] = timeit(lambda: MatrixFreeDelassus(model, q, cs, data=data, damping=d).solve(b), budget)
     F.matvec(x)
     r["re_mf_inv"] = timeit(lambda: F.matvec(b2), budget)
     r["re_mf_R"] = timeit(lambda: F.solve(b2), budget)
@@ -208,6 +214,9 @@ def print_tables(rows):
               f"{fmt(ratio('re_pin_Rp', 're_mf_Rp'), 11)} | {fmt(ratio('ex_inv', 'mf_inv'), 12)} "
               f"{fmt(ratio('ex_R', 'mf_R'), 12)} {fmt(ratio('re_ex_Rp', 're_mf_Rp'), 13)} | "
               f"{fmt(pr('ex_inv', 'mf_inv'), 9)} {fmt(pr('ex_R', 'mf_R'), 9)} {fmt(pr('re_ex_Rp', 're_mf_Rp'), 10)}")
+    print("\nMatrix-free construction when the step's models.Data (kinematics + ABA inertias) is given, μs:")
+    for r in rows:
+        print(f"{r['scenario']:18s} Λ⁻¹ {fmt(r['mf_inv_data'])}   Λ_R {fmt(r['mf_R_data'])}")
     print("\nPaper Table I (C++, Intel Ultra 7 165H) beside ours, μs: MF Λ⁻¹, MF Λ_R, re Λ⁻¹, re Λ_R, Λ′_R, kB")
     for r in rows:
         p = PAPER.get(r["scenario"])
@@ -232,6 +241,8 @@ def targets(rows):
         t["pin_compute / MF Λ⁻¹ (≥ 400)"] = r["pin_compute"] / r["mf_inv"]
         t["pin_compute / MF Λ_R (≥ 400)"] = r["pin_compute"] / r["mf_R"]
     t["dense / MF Λ⁻¹ (≥ 100)"] = r["ex_inv"] / r["mf_inv"]
+    t["dense / MF Λ⁻¹ given the step's Data (info)"] = r["ex_inv"] / r["mf_inv_data"]
+    t["dense / MF Λ_R given the step's Data (info)"] = r["ex_R"] / r["mf_R_data"]
     t["dense / MF Λ_R (≥ 100)"] = r["ex_R"] / r["mf_R"]
     t["dense refactor+solve / MF Λ′_R (≥ 100)"] = r["re_ex_Rp"] / r["re_mf_Rp"]
     print("\nTargets on the box pyramid (ratios, same run):")

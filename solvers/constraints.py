@@ -306,6 +306,17 @@ class ConstraintSet:
         key = np.unique(np.minimum(a, c) * n + np.maximum(a, c))
         return np.stack([key // n, key % n], axis=1)
 
+    def contact_arrays(self):
+        """(gen, crow, cbody, cf) for the kernels: rows that are not contact rows, and per contact
+        its first row, (body1, body2) and parameters (p, R row-major); cached."""
+        ca = getattr(self, "_contact_arrays", None)
+        if ca is None:
+            ci = np.flatnonzero(self.cb_kind == CONTACT)
+            gen = np.flatnonzero(self.row_kind != CONTACT) if self.m else np.zeros(0, np.int64)
+            ca = self._contact_arrays = (gen.astype(np.int64), np.ascontiguousarray(self.cb_row[ci]),
+                                         np.ascontiguousarray(self.cb_body[ci]), np.ascontiguousarray(self.cb_f[ci]))
+        return ca
+
     def graph_key(self):
         """Hashable key of the constraint graph (the coupling pairs): the elimination order cache key."""
         if self._graph_key is None:

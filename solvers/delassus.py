@@ -72,6 +72,7 @@ class _Rows:
                     self.la, self.lb, self.kA, self.kB)
         self.dof = cs.dof
         self.sg = cs.sg
+        self.rows = (self.la, self.lb, self.kA, self.kB, self.dof, self.sg) + cs.contact_arrays()
 
     def _need_aba(self):
         if not self._aba:
@@ -144,8 +145,7 @@ class MatrixFreeDelassus(_Rows):
         self._need_aba()
         d = self.data
         fext, tau, qdd, acc, pA = self._work()
-        matvec_kernel(self.model.jint, d.S, d.U, d.Dinv, self.la, self.lb, self.kA, self.kB, self.dof, self.sg,
-                      x, out, fext, tau, qdd, acc, pA)
+        matvec_kernel(self.model.jint, d.S, d.U, d.Dinv, self.rows, x, out, fext, tau, qdd, acc, pA)
         return out
 
     def J_apply(self, v, out=None):
@@ -153,8 +153,7 @@ class MatrixFreeDelassus(_Rows):
         v = self._vec(v, self.model.nv, "v")
         out = np.empty(self.m) if out is None else out
         acc = self._work()[3]
-        j_apply_kernel(self.model.jint, self.data.S, self.la, self.lb, self.kA, self.kB, self.dof, self.sg,
-                       v, out, acc)
+        j_apply_kernel(self.model.jint, self.data.S, self.rows, v, out, acc)
         return out
 
     def JT_apply(self, lam, out=None):
@@ -162,8 +161,7 @@ class MatrixFreeDelassus(_Rows):
         lam = self._vec(lam, self.m, "lam")
         out = np.empty(self.model.nv) if out is None else out
         fext = self._work()[0]
-        jt_apply_kernel(self.model.jint, self.data.S, self.la, self.lb, self.kA, self.kB, self.dof, self.sg,
-                        lam, fext, out)
+        jt_apply_kernel(self.model.jint, self.data.S, self.rows, lam, fext, out)
         return out
 
     def JT_minv(self, lam, out=None):
@@ -173,8 +171,7 @@ class MatrixFreeDelassus(_Rows):
         self._need_aba()
         d = self.data
         fext, tau, qdd, acc, pA = self._work()
-        jt_minv_kernel(self.model.jint, d.S, d.U, d.Dinv, self.la, self.lb, self.kA, self.kB, self.dof,
-                       self.sg, lam, fext, tau, out, acc, pA)
+        jt_minv_kernel(self.model.jint, d.S, d.U, d.Dinv, self.rows, lam, fext, tau, out, acc, pA)
         return out
 
     def max_eigenvalue(self, iters=20, seed=0):
@@ -187,8 +184,8 @@ class MatrixFreeDelassus(_Rows):
         v0 = np.random.default_rng(seed).standard_normal(self.m)
         d = self.data
         fext, tau, qdd, acc, pA = self._work()
-        return float(lanczos_kernel(self.model.jint, d.S, d.U, d.Dinv, self.la, self.lb, self.kA, self.kB,
-                                    self.dof, self.sg, v0, int(iters), fext, tau, qdd, acc, pA))
+        return float(lanczos_kernel(self.model.jint, d.S, d.U, d.Dinv, self.rows, v0, int(iters), fext, tau, qdd,
+                                    acc, pA))
 
     # ------------------------------------------------------------------ Λ_R
     def _structure(self):
@@ -287,8 +284,7 @@ class MatrixFreeDelassus(_Rows):
             self._ws = base + (np.empty((n, 6)), np.empty((n, 6)), np.empty(self.m))
         fext, tau, qdd, acc, pA, g, w, y = self._ws
         lcaba_solve_kernel(self.model.jint, d.S, use_a, el.order, el.par, el.nb_ptr, el.nb_node,
-                           self._L, self._Y, self.la, self.lb, self.kA, self.kB, self.dof, self.sg, self._Rv,
-                           b, out, g, tau, w, acc, qdd, y)
+                           self._L, self._Y, self.rows, self._Rv, b, out, g, tau, w, acc, qdd, y)
         return out
 
     def nbytes(self):

@@ -45,11 +45,34 @@ _drop_stale_cache()
 
 # --------------------------------------------------------------------------- Alg. 1 / 3
 @njit(cache=True)
-def scatter_kernel(la, lb, kA, kB, dof, sg, x, fext, tau):
-    """Jᵀ x at link level (paper 000 Alg. 1 lines 1–6): fᵢ = Σ K_eⁱᵀ x_e, τ = Σ 𝒦ᵀ x."""
+def scatter_kernel(rows, x, fext, tau):
+    """Jᵀ x at link level (paper 000 Alg. 1 lines 1–6): fᵢ = Σ K_eⁱᵀ x_e, τ = Σ 𝒦ᵀ x.
+
+    rows = (la, lb, kA, kB, dof, sg, gen, crow, cbody, cf): contacts are applied per contact
+    (F = R x_e at p on body 1, −F on body 2: (F, p × F)); the other rows (gen) one by one."""
+    la, lb, kA, kB, dof, sg, gen, crow, cbody, cf = rows
     fext[:, :] = 0.0
     tau[:] = 0.0
-    for r in range(x.shape[0]):
+    for k in range(crow.shape[0]):
+        b1, b2 = cbody[k, 0], cbody[k, 1]
+        if b1 == b2:
+            continue
+        r0 = crow[k]
+        f = cf[k]
+        x0, x1, x2 = x[r0], x[r0 + 1], x[r0 + 2]
+        F0 = f[3] * x0 + f[4] * x1 + f[5] * x2
+        F1 = f[6] * x0 + f[7] * x1 + f[8] * x2
+        F2 = f[9] * x0 + f[10] * x1 + f[11] * x2
+        px, py, pz = f[0], f[1], f[2]
+        M0, M1, M2 = py * F2 - pz * F1, pz * F0 - px * F2, px * F1 - py * F0
+        if b1 >= 0:
+            fext[b1, 0] += F0; fext[b1, 1] += F1; fext[b1, 2] += F2
+            fext[b1, 3] += M0; fext[b1, 4] += M1; fext[b1, 5] += M2
+        if b2 >= 0:
+            fext[b2, 0] -= F0; fext[b2, 1] -= F1; fext[b2, 2] -= F2
+            fext[b2, 3] -= M0; fext[b2, 4] -= M1; fext[b2, 5] -= M2
+    for e in range(gen.shape[0]):
+        r = gen[e]
         xr = x[r]
         if dof[r] >= 0:
             tau[dof[r]] += sg[r] * xr
@@ -65,10 +88,37 @@ def scatter_kernel(la, lb, kA, kB, dof, sg, x, fext, tau):
 
 
 @njit(cache=True)
-def gather_kernel(la, lb, kA, kB, dof, sg, acc, qdd, y):
+def gather_kernel(rows, acc, qdd, y):
     """Constraint-space values from link motions (paper 000 Alg. 3 lines 4–8):
-    y_e = Σ K_eⁱ aᵢ for link rows, y = 𝒦 q̈ for joint rows."""
-    for r in range(y.shape[0]):
+    y_e = Σ K_eⁱ aᵢ for link rows (for a contact Rᵀ (a₁(p) − a₂(p)), a(p) = a_O + ω̇ × p),
+    y = 𝒦 q̈ for joint rows."""
+    la, lb, kA, kB, dof, sg, gen, crow, cbody, cf = rows
+    for k in range(crow.shape[0]):
+        b1, b2 = cbody[k, 0], cbody[k, 1]
+        r0 = crow[k]
+        if b1 == b2:
+            y[r0] = 0.0
+            y[r0 + 1] = 0.0
+            y[r0 + 2] = 0.0
+            continue
+        f = cf[k]
+        px, py, pz = f[0], f[1], f[2]
+        w0 = w1 = w2 = 0.0
+        if b1 >= 0:
+            a = acc[b1]
+            w0 += a[0] + a[4] * pz - a[5] * py
+            w1 += a[1] + a[5] * px - a[3] * pz
+            w2 += a[2] + a[3] * py - a[4] * px
+        if b2 >= 0:
+            a = acc[b2]
+            w0 -= a[0] + a[4] * pz - a[5] * py
+            w1 -= a[1] + a[5] * px - a[3] * pz
+            w2 -= a[2] + a[3] * py - a[4] * px
+        y[r0] = f[3] * w0 + f[6] * w1 + f[9] * w2
+        y[r0 + 1] = f[4] * w0 + f[7] * w1 + f[10] * w2
+        y[r0 + 2] = f[5] * w0 + f[8] * w1 + f[11] * w2
+    for e in range(gen.shape[0]):
+        r = gen[e]
         if dof[r] >= 0:
             y[r] = sg[r] * qdd[dof[r]]
             continue
@@ -85,28 +135,28 @@ def gather_kernel(la, lb, kA, kB, dof, sg, acc, qdd, y):
 
 
 @njit(cache=True)
-def matvec_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, sg, x, y, fext, tau, qdd, acc, pA):
+def matvec_kernel(jint, S, U, Dinv, rows, x, y, fext, tau, qdd, acc, pA):
     """Λ⁻¹ x = J M⁻¹ Jᵀ x in two sweeps (paper 000 Alg. 1–3 merged, Sec. IV-D): the constraint
     forces initialise the backward force sweep of the bias-free ABA (Alg. 2) and the link
     accelerations of its forward sweep are read by the constraint rows (Alg. 3 line 6).
     O(n + m); the ABA sweeps are `models.dynamics.minv_kernel` on the cached U, D⁻¹."""
-    scatter_kernel(la, lb, kA, kB, dof, sg, x, fext, tau)
+    scatter_kernel(rows, x, fext, tau)
     minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA)
-    gather_kernel(la, lb, kA, kB, dof, sg, acc, qdd, y)
+    gather_kernel(rows, acc, qdd, y)
 
 
 @njit(cache=True)
-def jt_minv_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, sg, x, fext, tau, qdd, acc, pA):
+def jt_minv_kernel(jint, S, U, Dinv, rows, x, fext, tau, qdd, acc, pA):
     """q̈ = M⁻¹ Jᵀ x (Alg. 1 merged into Alg. 2)."""
-    scatter_kernel(la, lb, kA, kB, dof, sg, x, fext, tau)
+    scatter_kernel(rows, x, fext, tau)
     minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA)
 
 
 @njit(cache=True)
-def jt_apply_kernel(jint, S, la, lb, kA, kB, dof, sg, x, fext, tau):
+def jt_apply_kernel(jint, S, rows, x, fext, tau):
     """τ = Jᵀ x (paper 000 Alg. 1): scatter Kᵀx on links, then the backward force sweep
     τᵢ += Sᵢᵀ fᵢ, f_λ(i) += fᵢ (lines 7–10)."""
-    scatter_kernel(la, lb, kA, kB, dof, sg, x, fext, tau)
+    scatter_kernel(rows, x, fext, tau)
     for i in range(jint.shape[0] - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(iv, iv + nvi):
@@ -120,14 +170,14 @@ def jt_apply_kernel(jint, S, la, lb, kA, kB, dof, sg, x, fext, tau):
 
 
 @njit(cache=True)
-def j_apply_kernel(jint, S, la, lb, kA, kB, dof, sg, v, y, vel):
+def j_apply_kernel(jint, S, rows, v, y, vel):
     """J v: link velocities by a forward sweep, then the rows (Alg. 3 with ν in place of ν̇)."""
     velocity_kernel(jint, S, v, vel)
-    gather_kernel(la, lb, kA, kB, dof, sg, vel, v, y)
+    gather_kernel(rows, vel, v, y)
 
 
 @njit(cache=True)
-def lanczos_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, sg, v0, k, fext, tau, qdd, acc, pA):
+def lanczos_kernel(jint, S, U, Dinv, rows, v0, k, fext, tau, qdd, acc, pA):
     """Largest eigenvalue of Λ⁻¹ by k steps of Lanczos with full reorthogonalisation on the
     matrix-free product (for the ADMM spectral rule). Returns the largest Ritz value."""
     m = v0.shape[0]
@@ -140,7 +190,7 @@ def lanczos_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, sg, v0, k, fext, tau, 
     w = np.empty(m)
     kk = k
     for j in range(k):
-        matvec_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, sg, V[j], w, fext, tau, qdd, acc, pA)
+        matvec_kernel(jint, S, U, Dinv, rows, V[j], w, fext, tau, qdd, acc, pA)
         alpha[j] = np.dot(w, V[j])
         for it in range(2):
             for i in range(j + 1):
@@ -548,7 +598,7 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
 
 @njit(cache=True)
 def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
-                       la, lb, kA, kB, dof, sg, Rv, b, lam, g, tau, w, acc, qdd, y):
+                       rows, Rv, b, lam, g, tau, w, acc, qdd, y):
     """λ = Λ_R b = (R⁻¹ + J M⁻¹ Jᵀ)⁻¹ b by the matrix inversion lemma (paper 000 Eq. 8–9):
     λ_R = R b, q̈_R = M_R⁻¹ Jᵀ λ_R (Alg. 4 sweeps on the stored factors), λ = R (b − J q̈_R).
     Jᵀ is merged into the backward sweep and J into the forward sweep (Sec. V-D). O(n + m + fill).
@@ -556,7 +606,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
     m = b.shape[0]
     for r in range(m):
         lam[r] = Rv[r] * b[r]
-    scatter_kernel(la, lb, kA, kB, dof, sg, lam, g, tau)
+    scatter_kernel(rows, lam, g, tau)
     nsteps = order.shape[0]
     u = np.empty(6)
     # backward sweep (Alg. 4 lines 13–32, the force part)
@@ -630,6 +680,6 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
                 acc[i, c] = s
             for r in range(nvi):
                 qdd[iv + r] = u[r]
-    gather_kernel(la, lb, kA, kB, dof, sg, acc, qdd, y)
+    gather_kernel(rows, acc, qdd, y)
     for r in range(m):
         lam[r] = Rv[r] * (b[r] - y[r])

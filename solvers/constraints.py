@@ -336,8 +336,11 @@ def as_constraint_set(model, constraints):
 
 
 @njit(cache=True)
-def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB):
+def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, contact_rows):
     """Link-level constraint rows K of paper 000 Eq. (5c) at the current placements oR, op.
+
+    contact_rows=False skips the rows of contacts (kA, kB left as given, la/lb set): the
+    matrix-free kernels use a contact's (p, R) directly and never read them.
 
     A velocity row along the world direction t of a point p on a link is k = (t, p × t) (the
     spatial force of a unit force along t at p, so kᵀ V = t · (v_O + ω × p)); an angular row is
@@ -355,6 +358,11 @@ def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB
                 lb[r] = -1
                 kA[r, :] = 0.0
                 kB[r, :] = 0.0
+            continue
+        if kind == 0 and not contact_rows:
+            for r in range(r0, r0 + nr):
+                la[r] = b1 if b1 >= 0 else b2
+                lb[r] = b2 if b1 >= 0 else -1
             continue
         # world anchors p₁, p₂ and the row frame R (columns = row directions), without allocating
         R00 = R01 = R02 = R10 = R11 = R12 = R20 = R21 = R22 = 0.0

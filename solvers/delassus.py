@@ -40,13 +40,13 @@ _FREE = models.FREE
 class _Rows:
     """Constraint rows at q (shared by both operators): la, lb, kA, kB, dof, sg."""
 
-    def __init__(self, model, q, constraints, data, lazy_aba=False):
+    def __init__(self, model, q, constraints, data, matrix_free=False):
         self.model = model
         self.cs = as_constraint_set(model, constraints)
         self._aba = True
         if data is None:
             data = models.Data(model)
-            if lazy_aba:
+            if matrix_free:
                 # kinematics now; the articulated inertias only when Λ⁻¹ is first used
                 qa = np.asarray(q, dtype=float)
                 if qa.shape != (model.nq,):
@@ -66,10 +66,11 @@ class _Rows:
         self.m = m
         self.la = np.empty(m, np.int64)
         self.lb = np.empty(m, np.int64)
-        self.kA = np.empty((m, 6))
-        self.kB = np.empty((m, 6))
+        # the matrix-free operator reads contacts as (p, R) (cs.contact_arrays), not as rows
+        self.kA = np.zeros((m, 6)) if matrix_free else np.empty((m, 6))
+        self.kB = np.zeros((m, 6)) if matrix_free else np.empty((m, 6))
         rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, data.oR, data.op,
-                    self.la, self.lb, self.kA, self.kB)
+                    self.la, self.lb, self.kA, self.kB, not matrix_free)
         self.dof = cs.dof
         self.sg = cs.sg
         self.rows = (self.la, self.lb, self.kA, self.kB, self.dof, self.sg) + cs.contact_arrays()
@@ -121,7 +122,7 @@ class MatrixFreeDelassus(_Rows):
     """
 
     def __init__(self, model, q, constraints, data=None, damping=None):
-        super().__init__(model, q, constraints, data, lazy_aba=True)
+        super().__init__(model, q, constraints, data, matrix_free=True)
         self._ws = None
         self._st = None
         self._unit = None

@@ -11,6 +11,24 @@ import numpy as np
 from . import kernels as K
 
 
+class _Batch:
+    """Per-call buffers of library results, handed to one numba call at the end."""
+
+    def __init__(self):
+        self.cap = 0
+
+    def ensure(self, P):
+        if P > self.cap:
+            self.cap = max(P, 2 * self.cap, 16)
+            self.pair = np.zeros((self.cap, 2), dtype=np.int64)
+            self.n = np.zeros((self.cap, 3))
+            self.wa = np.zeros((self.cap, 3))
+            self.wb = np.zeros((self.cap, 3))
+            self.cnt = np.zeros(self.cap, dtype=np.int64)
+            self.PA = np.zeros((self.cap, K.MAXF, 3))
+            self.PB = np.zeros((self.cap, K.MAXF, 3))
+
+
 class CoalBackend:
     """coal: ``ComputeCollision`` (security margin = detection margin) then
     ``ComputeContactPatch``; the patch is reduced to ≤ 4 points by `kernels.emit_patch`."""
@@ -29,8 +47,7 @@ class CoalBackend:
         self.preq = coal.ContactPatchRequest(1, K.NDISC, max(tol, 1e-12))
         self.pres = coal.ContactPatchResult(self.preq)
         self.fun = {}
-        self.PA = np.zeros((K.MAXF, 3))
-        self.PB = np.zeros((K.MAXF, 3))
+        self.batch = _Batch()
 
     def _shape(self, i):
         coal, S = self.coal, self.S
@@ -52,10 +69,12 @@ class CoalBackend:
         return coal.Convex(pts, tris)
 
     def run(self, pairs, gR, gp, out_i, out_f, k):
-        S, coal = self.S, self.coal
+        S = self.S
+        coal = self.coal
+        B = self.batch
+        B.ensure(len(pairs))
         seen = set()
-        ng = len(S)
-        PA, PB = self.PA, self.PB
+        P = 0
         for a, b in pairs:
             for g in (a, b):
                 if g not in seen:
@@ -71,23 +90,27 @@ class CoalBackend:
                 continue
             self.pres.clear()
             f[1](self.tf[a], self.tf[b], self.res, self.preq, self.pres)
-            n = self.res.getContact(0).normal  # from a to b
+            c = self.res.getContact(0)
+            B.pair[P] = a, b
+            B.n[P] = c.normal  # from a to b
+            B.wa[P], B.wb[P] = c.getNearestPoint1(), c.getNearestPoint2()
             m = 0
             if self.pres.numContactPatches():
                 patch = self.pres.getContactPatch(0)
                 m = min(patch.size(), K.MAXF)
                 for i in range(m):
-                    PA[i] = patch.getPointShape1(i)
-                    PB[i] = patch.getPointShape2(i)
-            c = self.res.getContact(0)
-            wa, wb = c.getNearestPoint1(), c.getNearestPoint2()
+                    B.PA[P, i] = patch.getPointShape1(i)
+                    B.PB[P, i] = patch.getPointShape2(i)
             if m == 0:
-                PA[0], PB[0] = wa, wb
+                B.PA[P, 0], B.PB[P, 0] = B.wa[P], B.wb[P]
                 m = 1
-            k = K.emit_points_kernel(a, b, S.kind, S.size, gR, gp, S.cverts, S.coff,
-                                     np.ascontiguousarray(n, dtype=float), PA, PB, m, wa, wb, self.tol, S.body, ng,
-                                     S.friction, S.restitution, S.compliance, out_i, out_f, k)
-        return k
+            B.cnt[P] = m
+            P += 1
+        if P == 0:
+            return k
+        return K.emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
+                                   S.cverts, S.coff, self.tol, S.body, S.friction, S.restitution,
+                                   S.compliance, out_i, out_f, k)
 
 
 class FclBackend:
@@ -104,6 +127,7 @@ class FclBackend:
         self.objs = [fcl.CollisionObject(self._shape(i), fcl.Transform()) for i in range(len(shapes))]
         self.req = fcl.CollisionRequest(num_max_contacts=1, enable_contact=True)
         self.dreq = fcl.DistanceRequest(enable_nearest_points=True)
+        self.batch = _Batch()
 
     def _shape(self, i):
         fcl, S = self.fcl, self.S
@@ -125,8 +149,10 @@ class FclBackend:
     def run(self, pairs, gR, gp, out_i, out_f, k):
         fcl, S = self.fcl, self.S
         seen = set()
-        ng = len(S)
         kind = S.kind
+        B = self.batch
+        B.ensure(len(pairs))
+        P = 0
         for a, b in pairs:
             for g in (a, b):
                 if g not in seen:
@@ -160,7 +186,11 @@ class FclBackend:
                 n = (pb - pa) / np.linalg.norm(pb - pa)
             else:
                 continue
-            k = K.patch_from_normal_kernel(a, b, S.kind, S.size, gR, gp, S.cverts, S.coff, n, pa, pb,
-                                           self.tol, S.body, ng, S.friction, S.restitution,
-                                           S.compliance, out_i, out_f, k)
-        return k
+            B.pair[P] = a, b
+            B.n[P], B.wa[P], B.wb[P] = n, pa, pb
+            P += 1
+        if P == 0:
+            return k
+        return K.patch_from_normal_batch(P, B.pair, B.n, B.wa, B.wb, S.kind, S.size, gR, gp, S.cverts, S.coff,
+                                         self.tol, S.body, S.friction, S.restitution, S.compliance,
+                                         out_i, out_f, k)

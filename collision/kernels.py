@@ -967,7 +967,7 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     return npairs, nlib, k
 
 
-@njit(**_JIT)
+@njit(cache=True)
 def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, pb_w, tol,
                              gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
     """Library backends that return a normal and one witness pair (fcl): build the patch
@@ -995,7 +995,7 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, 
                       out_i.shape[0], v3)
 
 
-@njit(**_JIT)
+@njit(cache=True)
 def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, wa, wb, tol,
                        gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
     """Library backends that return a whole patch (coal): each patch point is lifted back
@@ -1072,3 +1072,28 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, w
             _cp3(PB[j], wb)
     return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
                       out_i.shape[0], v3)
+
+
+@njit(**_JIT)
+def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, cverts, coff, tol,
+                            gbody, gfric, grest, gcomp, out_i, out_f, k):
+    """`patch_from_normal_kernel` over a batch of library results (fcl): pairs bpair (P, 2),
+    normals bn (P, 3), witness points bwa, bwb (P, 3). Returns the new contact count."""
+    ng = gbody.shape[0]
+    for i in range(npairs):
+        k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn[i],
+                                     bwa[i], bwb[i], tol, gbody, ng, gfric, grest, gcomp, out_i, out_f, k)
+    return k
+
+
+@njit(**_JIT)
+def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize, gR, gp, cverts, coff,
+                      tol, gbody, gfric, grest, gcomp, out_i, out_f, k):
+    """`emit_points_kernel` over a batch of library patches (coal): bPA, bPB (P, MAXF, 3) with
+    bcnt (P,) points each. Returns the new contact count."""
+    ng = gbody.shape[0]
+    for i in range(npairs):
+        k = emit_points_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn[i],
+                               bPA[i], bPB[i], bcnt[i], bwa[i], bwb[i], tol, gbody, ng, gfric, grest,
+                               gcomp, out_i, out_f, k)
+    return k

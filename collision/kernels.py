@@ -54,7 +54,7 @@ def _dotc(b, A, j):
     return b[0] * A[0, j] + b[1] * A[1, j] + b[2] * A[2, j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def tangent_basis(n, ref, t1, t2):
     """t1 = ref projected on the plane ⟂ n (or a fixed fallback), t2 = n × t1."""
     d = _dot(ref, n)
@@ -342,7 +342,7 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
 
 
 # ---------------------------------------------------------------- patch construction
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     """Point of feature F (m points; polygon with plane (X0, Xn), or segment, or point, or
     the plane (m == -1, then X0/Xn are the plane's point and normal)) whose projection on
@@ -377,7 +377,7 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _snap(F, m, u, v, t1, t2, out):
     """Replace out by the feature vertex whose projection is (u, v), if there is one."""
     for i in range(m):
@@ -388,7 +388,7 @@ def _snap(F, m, u, v, t1, t2, out):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _newell(F, m, out):
     out[:] = 0.0
     for i in range(m):
@@ -463,7 +463,7 @@ def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
     """Segment a-b clipped by the convex counter-clockwise polygon (Cyrus–Beck)."""
     t0, t1 = 0.0, 1.0
@@ -596,7 +596,7 @@ def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _tri(PA, PB, a, b, c, n):
     """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area)."""
     ux, uy, uz = _mid(PA, PB, b, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, b, 1) - _mid(PA, PB, a, 1), \

@@ -9,7 +9,7 @@ Both classes share one interface (the ADMM solver calls it):
     op.m                   number of rows
     op.matvec(x)           G x
     op.update_damping(d)   d scalar or (m,), d > 0
-    op.solve(b)            (G + diag(d))⁻¹ b
+    op.solve(b, out=None, refine=0)   (G + diag(d))⁻¹ b (refine: iterative-refinement steps)
     op.max_eigenvalue()    largest eigenvalue of G (Lanczos on matvec; exact on the dense one)
     op.J_apply(v)          J v          (constraint velocities of joint velocities v)
     op.JT_apply(lam)       Jᵀ λ         (joint torques of constraint impulses)
@@ -17,7 +17,20 @@ Both classes share one interface (the ADMM solver calls it):
     op.nbytes()            memory of the operator's state (arrays it keeps), bytes
 
 `constraints` is a list of `Contact`, `ContactSet`, `LoopClosure`, `JointLimit`,
-`JointFriction` or a prebuilt `ConstraintSet` (resolve once, reuse for every q).
+`JointFriction` or a prebuilt `ConstraintSet` (resolve once, reuse for every q). Rows follow
+the order of the constraints (a contact: t1, t2, n; a weld: 3 linear then 3 angular).
+
+Data layout of an operator at q (flat arrays, no Python object per constraint):
+    la, lb (m,), kA, kB (m, 6)   link rows (Eq. 5c): (J v)_r = kA[r]·V[la[r]] + kB[r]·V[lb[r]]
+                                 (the matrix-free operator leaves contact rows out: it reads a
+                                 contact as its point p and frame R, `ConstraintSet.contact_arrays`)
+    dof, sg (m,)                 joint rows (Eq. 5d): (J v)_r = sg[r] v[dof[r]] when dof[r] ≥ 0
+    rows                         the tuple (la, lb, kA, kB, dof, sg, gen, crow, cbody, cf) the kernels take
+    data (models.Data)           oR, op, S (6, nv), H (n, 6, 6); U, D⁻¹ of plain ABA for Λ⁻¹
+    elimination (cached per constraint graph): order, parents, neighbour lists and fill slots
+    factors (per damping): Hd (n, 6, 6) augmented/eliminated link inertias, Ho (slots, 6, 6)
+                           coupling blocks, L (n, 6, 6) Cholesky of each Dᵢ, Y (entries, 6, 6)
+                           Ŷ = L⁻¹ Sᵀ C per (link, neighbour); unit sums Σ KᵀK for scalar damping
 """
 from __future__ import annotations
 

@@ -24,16 +24,16 @@ MAXF = 64           # max points of one support feature / clipped polygon
 NDISC = 12          # samples of a cylinder's flat face
 INF_FEATURE = -1    # feature size of a plane (infinite face)
 
-_JIT = dict(cache=True)
+_JIT = dict(cache=True, error_model="numpy")
 
 
 # ---------------------------------------------------------------- small vector helpers
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _cp3(dst, src):
     """dst[:3] = src[:3] element by element (numba's slice assignment checks for overlap
     and may copy through a temporary)."""
@@ -42,19 +42,19 @@ def _cp3(dst, src):
     dst[2] = src[2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _dotr(A, i, b):
     """A[i] · b without making a view of the row."""
     return A[i, 0] * b[0] + A[i, 1] * b[1] + A[i, 2] * b[2]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _dotc(b, A, j):
     """b · A[:, j] without making a view of the column."""
     return b[0] * A[0, j] + b[1] * A[1, j] + b[2] * A[2, j]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def tangent_basis(n, ref, t1, t2):
     """t1 = ref projected on the plane ⟂ n (or a fixed fallback), t2 = n × t1."""
     d = _dot(ref, n)
@@ -162,7 +162,7 @@ def broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pair
 
 
 # ---------------------------------------------------------------- support features
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _hull2d(pts, m, t1, t2, out):
     """Order the m 3-D points `pts` as a convex polygon in the plane (t1, t2) (monotone
     chain, counter-clockwise); writes the hull into out and returns its size."""
@@ -211,7 +211,7 @@ def _hull2d(pts, m, t1, t2, out):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
     """Points of the shape's surface that maximize x·d within `tol` (metres): a vertex,
     an edge (2 points) or a face (convex polygon, ordered); written into out (MAXF, 3).
@@ -342,7 +342,7 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
 
 
 # ---------------------------------------------------------------- patch construction
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     """Point of feature F (m points; polygon with plane (X0, Xn), or segment, or point, or
     the plane (m == -1, then X0/Xn are the plane's point and normal)) whose projection on
@@ -377,7 +377,7 @@ def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _snap(F, m, u, v, t1, t2, out):
     """Replace out by the feature vertex whose projection is (u, v), if there is one."""
     for i in range(m):
@@ -388,7 +388,7 @@ def _snap(F, m, u, v, t1, t2, out):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _newell(F, m, out):
     out[:] = 0.0
     for i in range(m):
@@ -404,13 +404,13 @@ def _newell(F, m, out):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _reverse(x, m):
     for i in range(m // 2):
         x[i], x[m - 1 - i] = x[m - 1 - i], x[i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _area2(u, v, m):
     s = 0.0
     for i in range(m):
@@ -419,7 +419,7 @@ def _area2(u, v, m):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
     """Sutherland–Hodgman: subject polygon (su, sv, sm) clipped by the convex clip polygon
     (cu, cv, cm), both counter-clockwise. Writes into ou, ov (bu, bv: scratch); returns
@@ -463,7 +463,7 @@ def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
     """Segment a-b clipped by the convex counter-clockwise polygon (Cyrus–Beck)."""
     t0, t1 = 0.0, 1.0
@@ -492,7 +492,7 @@ def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
     return 2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
     """Contact patch between support features FA (of shape a, along +n) and FB (of b,
     along -n). m = -1 marks a plane (planeA/planeB = (point, normal) rows). Intersects the
@@ -591,12 +591,12 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
     return k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tri(PA, PB, a, b, c, n):
     """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area)."""
     ux, uy, uz = _mid(PA, PB, b, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, b, 1) - _mid(PA, PB, a, 1), \
@@ -606,7 +606,7 @@ def _tri(PA, PB, a, b, c, n):
     return (uy * vz - uz * vy) * n[0] + (uz * vx - ux * vz) * n[1] + (ux * vy - uy * vx) * n[2]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def reduce_patch(PA, PB, m, n, keep):
     """Indices (into keep) of at most 4 points of the patch: the deepest, the farthest from
     it, the one maximizing the triangle area, then the one adding the most area."""
@@ -653,7 +653,7 @@ def reduce_patch(PA, PB, m, n, keep):
     return 4
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, v3):
     """Reduce the patch to ≤ 4 points and write them as contacts from index k.
 
@@ -714,7 +714,7 @@ def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
 
 
 # ---------------------------------------------------------------- native narrow phase
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
     """SAT for two boxes: best separating axis into n (oriented a -> b), its separation
     (negative = penetration) and whether it is an edge-edge axis."""
@@ -750,7 +750,7 @@ def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
     return best, edge
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _segments_closest(p1, q1, p2, q2, c1, c2):
     d1 = q1 - p1
     d2 = q2 - p2
@@ -776,7 +776,7 @@ def _segments_closest(p1, q1, p2, q2, c1, c2):
         c2[k] = p2[k] + t * d2[k]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sphere_box(r, c, sb, Rb, pb, n, pa_w, pb_w):
     """Sphere (a) against box (b): n from the sphere to the box; returns the distance."""
     cl = Rb.T @ (c - pb)
@@ -812,7 +812,7 @@ def _sphere_box(r, c, sb, Rb, pb, n, pa_w, pb_w):
     return -best - r
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, FA, FB, ws, v3):
     """Native narrow phase for pairs with a plane, sphere–sphere, sphere–box and box–box.
     Returns the patch size (0: no contact within margin, -2: not handled natively).
@@ -967,7 +967,7 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     return npairs, nlib, k
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, pb_w, tol,
                              gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
     """Library backends that return a normal and one witness pair (fcl): build the patch
@@ -995,7 +995,7 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, 
                       out_i.shape[0], v3)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, wa, wb, tol,
                        gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
     """Library backends that return a whole patch (coal): each patch point is lifted back

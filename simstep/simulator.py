@@ -22,15 +22,33 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 import collision
 import models
 from solvers import ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
-from solvers.admm import ADMMSettings, ADMMSolver
+from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
 
 from .world import World, matrix_to_quat
+
+
+@njit(cache=True)
+def warm_start_kernel(prev_keys, prev_world, keys, frames, x0):
+    """x0[3i:3i+3] = frameᵢᵀ w for the previous world impulse w of the contact with key keysᵢ;
+    returns True if any contact matched. prev_keys need not be sorted (k ≤ a few thousand)."""
+    order = np.argsort(prev_keys)
+    sk = prev_keys[order]
+    hit = False
+    for i in range(keys.shape[0]):
+        j = np.searchsorted(sk, keys[i])
+        if j < sk.shape[0] and sk[j] == keys[i]:
+            w = prev_world[order[j]]
+            for r in range(3):
+                x0[3 * i + r] = frames[i, 0, r] * w[0] + frames[i, 1, r] * w[1] + frames[i, 2, r] * w[2]
+            hit = True
+    return hit
 
 
 class SimulationError(RuntimeError):
@@ -156,6 +174,7 @@ class Simulator:
         self._limit_dofs = np.flatnonzero(np.isfinite(self.model.lower) | np.isfinite(self.model.upper))
         self._warm_keys = _EMPTY_I
         self._warm_world = np.zeros((0, 3))
+        self._eig = None
         self.stats = StepStats()
         self.contacts = self._empty_contacts()
         self.t = 0.0
@@ -321,7 +340,8 @@ class Simulator:
             t0 = time.perf_counter()
             x0 = self._warm_start(c, k, mrows)
             if self.solver_name == "admm":
-                res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0)
+                res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0,
+                                      max_eigenvalue=self._max_eigenvalue(op, c) if k else None)
                 lam = res.lam
                 st.iterations, st.converged = res.iterations, res.converged
                 st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
@@ -401,17 +421,21 @@ class Simulator:
         """Previous impulses matched by contact key, rotated into the new contact frames."""
         if k == 0 or self._warm_keys.size == 0:
             return None
-        order = np.argsort(self._warm_keys)
-        keys = self._warm_keys[order]
-        idx = np.searchsorted(keys, c.key)
-        idx = np.minimum(idx, keys.size - 1)
-        hit = keys[idx] == c.key
-        if not hit.any():
-            return None
         x0 = np.zeros(mrows)
-        w = self._warm_world[order[idx[hit]]]
-        x0[:3 * k].reshape(k, 3)[hit] = np.einsum("kji,kj->ki", c.frame[hit], w)
-        return x0
+        return x0 if warm_start_kernel(self._warm_keys, self._warm_world, c.key, c.frame, x0) else None
+
+    def _max_eigenvalue(self, op, c):
+        """λ_max(G) for the ρ rule: re-estimated when the contact set changes, else reused (G
+        moves little in one step and the rule only needs its order of magnitude)."""
+        keys = np.sort(c.key)           # λ_max does not depend on the order of the rows
+        if self._eig is not None and self._eig[0].shape == keys.shape and np.array_equal(self._eig[0], keys) \
+                and self._eig[1] == op.m:
+            return self._eig[2]
+        # the same estimate for every operator (only matvec), so dense and matrix-free runs see
+        # the same ρ and hence the same iterates up to round-off
+        L = lanczos_max_eigenvalue(op.matvec, op.m, self.admm.settings.eig_iters)
+        self._eig = (keys, op.m, L)
+        return L
 
     # ------------------------------------------------------------------ run
     def run(self, steps, progress=False, record=False, viewer=None, callback=None):

@@ -39,19 +39,25 @@ class ConeSet:
 
     @classmethod
     def contacts(cls, mu):
-        """n contact cones with friction coefficients mu (n,)."""
-        mu = np.asarray(mu, float).reshape(-1)
+        """n contact cones with friction coefficients mu (n,) (built as arrays, no per-cone work)."""
+        mu = np.array(mu, dtype=float).reshape(-1)
+        if not np.all(mu >= 0):     # also rejects NaN
+            raise ValueError(f"friction coefficient must be ≥ 0, got {mu[~(mu >= 0)][0]}")
+        k = mu.shape[0]
         cs = cls()
-        cs._kind, cs._size = [CONE] * len(mu), [3] * len(mu)
-        cs._start, cs._param = list(range(0, 3 * len(mu), 3)), list(mu)
-        cs.m = 3 * len(mu)
-        for x in mu:
-            if not (np.isfinite(x) and x >= 0):
-                raise ValueError(f"friction coefficient must be ≥ 0, got {x}")
+        cs._frozen = (np.zeros(k, np.int64), np.arange(0, 3 * k, 3, dtype=np.int64), np.full(k, 3, np.int64), mu)
+        cs._kind, cs._start, cs._size, cs._param = None, None, None, None   # materialised on add()
+        cs.m = 3 * k
         return cs
+
+    def _lists(self):
+        if self._kind is None:
+            kind, start, size, param = self._frozen
+            self._kind, self._start, self._size, self._param = list(kind), list(start), list(size), list(param)
 
     def add(self, kind, size=None, param=0.0):
         """Append a block; returns its first row."""
+        self._lists()
         kind = _KIND_NAMES.get(kind, kind)
         if kind not in (CONE, FREE, ORTHANT, BOX):
             raise ValueError(f"unknown constraint set kind {kind!r}")
@@ -78,7 +84,7 @@ class ConeSet:
         return self._frozen
 
     def __len__(self):
-        return len(self._kind)
+        return len(self.arrays()[0])
 
     def project(self, x):
         """Π_K(x) (m,)."""

@@ -144,10 +144,13 @@ def pyramid_world(rows=(3, 2, 1), half=0.1):
 
 
 def test_dense_and_matrix_free_paths_agree():
-    """The same ADMM on both operators: converged tightly, 200 steps of a 3-box pyramid agree
-    to 1e-8 (measured: 7e-12 in q, 2e-9 in v)."""
+    """The same ADMM on both operators gives the same iterates up to round-off: with ρ pinned
+    (the adaptive rule and the ρ carried between steps are discrete decisions that round-off can
+    flip, after which the two runs take different, equally valid paths) and a tight tolerance,
+    200 steps of a 3-box pyramid agree to 1e-8 (measured: 2e-12 in q, 5e-9 in v)."""
     w = pyramid_world((2, 1))
-    kw = dict(dt=1e-3, eps_abs=1e-9, eps_rel=1e-9, max_iter=5000)   # at 1e-10 the dense Cholesky stalls
+    kw = dict(dt=1e-3, eps_abs=1e-9, eps_rel=1e-9, max_iter=5000, ratio_primal_dual=np.inf,
+              keep_rho_power=False, rho_power=0.15)
     sims = [simstep.Simulator(w, operator=op, **kw) for op in ("matrix_free", "dense")]
     converged = 0
     for _ in range(200):

@@ -90,12 +90,15 @@ def compress_png(path, colors=256):
 
 def _pyramid_world():
     import scenes
-    if hasattr(scenes, "box_pyramid"):
-        return scenes.box_pyramid()
-    raise RuntimeError("scenes.box_pyramid() is not available yet")
+    if not hasattr(scenes, "box_pyramid"):
+        raise RuntimeError("scenes.box_pyramid() is not available")
+    return scenes.box_pyramid()
 
 
 def _g1_world():
+    import scenes
+    if hasattr(scenes, "humanoid"):
+        return scenes.humanoid("g1")
     import models
     import simstep
     urdf, package_dirs = models.robot_path("g1")

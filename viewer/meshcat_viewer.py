@@ -569,7 +569,8 @@ class MeshcatViewer:
         T = self._body_transforms(q)
         for p, m in zip(self._body_paths, pack_transforms(self._body_prefix, T)):
             rec.set_transform(p, m)
-        return write_html(path, rec.commands(), title=title or "simstep replay", camera=self._camera)
+        title = title or getattr(self.world, "description", None) or "simstep replay"
+        return write_html(path, rec.commands(), title=str(title), camera=self._camera)
 
     # ------------------------------------------------------------------ life cycle
     def serve_forever(self):

@@ -10,6 +10,14 @@ python-fcl (collision or distance for the normal, then the patch is built here b
 clipping the two support features).
 
 Contact patches hold at most 4 points (deepest, farthest, largest triangle, largest quad).
+Every patch point carries its own signed distance (coal's patches give all points the
+pair's distance; they are lifted back onto both shapes here). Meshes collide through their
+convex hull.
+
+Allocation: the native path writes into preallocated flat buffers (grown, and the call
+redone, only when they overflow); library pairs cost a few binding calls each and their
+results go through one numba call per detection. `detect` returns fresh copies (a handful
+of arrays per call, none per contact).
 
 Combination rules of the two geometries' materials: friction ``sqrt(μ1 μ2)``, restitution
 ``max(e1, e2)``, compliance ``c1 + c2`` (springs in series).

@@ -446,15 +446,18 @@ class MeshcatViewer:
         self.draw_contacts(np.zeros((0, 3)))
 
     # ------------------------------------------------------------------ camera
-    def set_camera(self, position, target=(0.0, 0.0, 0.0), _auto=False):
+    def set_camera(self, position, target=(0.0, 0.0, 0.0)):
         """Place the camera at `position` (world, z up) looking at `target`. Exported pages
         honor the target; meshcat's live page (0.3.2) always orbits around the world origin."""
+        self._place_camera(position, target, auto=False)
+
+    def _place_camera(self, position, target, auto):
         p = np.asarray(position, float).reshape(3)
         c = np.asarray(target, float).reshape(3)
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(c))) or np.linalg.norm(p - c) < 1e-9:
             raise ValueError(f"camera position {p} and target {c} must be finite and distinct")
         self._camera = (p, c)
-        self._camera_auto = _auto
+        self._camera_auto = auto
         # live: the camera sits in a frame rotated so that its y is world z; it looks at the origin
         live = p if np.linalg.norm(c) < 1e-9 else c + (p - c) * (1.0 + np.linalg.norm(c) / np.linalg.norm(p - c))
         self._emit_property("/Cameras/default/rotated/<object>", "position",
@@ -478,7 +481,7 @@ class MeshcatViewer:
         radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
         direction = np.array([0.7, -1.0, 0.55])
         dist = 0.9 * radius / math.sin(math.radians(75.0 / 2))
-        self.set_camera(center + dist * direction / np.linalg.norm(direction), center, _auto=True)
+        self._place_camera(center + dist * direction / np.linalg.norm(direction), center, auto=True)
 
     # ------------------------------------------------------------------ animation
     def _animation(self, traj, contacts=None, dt=None, fps=60.0, autoplay=True, repetitions=1):

@@ -761,3 +761,32 @@ def test_box_on_ground_property(rv, depth, cfg):
     local = (p1 - p) @ R  # on the box surface: some |coordinate| equals the half extent
     assert np.all(np.abs(local) <= h + 1e-9)
     assert np.all(np.isclose(np.abs(local), h, atol=1e-9).any(axis=1))
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
+def test_box_pyramid_contact_count(cfg):
+    """The 30-box square pyramid: 16 boxes on the ground, each upper box on four below:
+    72 touching pairs x 4 corners = 288 contacts (more than the initial buffers hold)."""
+    h, pen, gap = 0.1, 1e-5, 1e-3
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    step = 2 * h + gap
+    for layer, n in enumerate((4, 3, 2, 1)):
+        off = -(n - 1) * step / 2
+        for i in range(n):
+            for j in range(n):
+                b.add_box(f"b{layer}{i}{j}", (h, h, h),
+                          position=(off + i * step, off + j * step, h - pen + layer * (2 * h - pen)))
+    w = b.build()
+    c = detect(w, cfg)
+    assert len(c) == 288 and len(set(c.key)) == 288
+    assert np.allclose(c.distance, -pen) and np.allclose(c.normal, [0, 0, 1])
+    assert (c.body2 == -1).sum() == 64
+    pairs = by_pair(c)
+    assert len(pairs) == 72 and all(len(v) == 4 for v in pairs.values())
+    # each upper box rests on the quarter of each lower box's top face: 4 corners of a 0.1 - gap/2 square
+    for (g1, g2), idx in pairs.items():
+        if c.body2[idx[0]] >= 0:
+            P = c.position[idx]
+            ext = P.max(0) - P.min(0)
+            assert np.allclose(ext[:2], h - gap / 2, atol=1e-9)

@@ -329,12 +329,15 @@ def pair_world(kind):
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=IDS)
-@pytest.mark.parametrize("kind", ["box-box", "sphere-ground", "capsule-box", "box-ground-tilted"])
+@pytest.mark.parametrize("kind", ["box-box", "sphere-ground", "capsule-box", "box-ground-tilted", "g1-feet"])
 def test_impulse_along_normal_separates(cfg, kind):
     """Δv = M⁻¹ J₁ᵀ n δ on body 1 at a contact point increases that point's distance."""
-    w = pair_world(kind)
+    if kind == "g1-feet":
+        w, q, _ = g1_world()
+    else:
+        w = pair_world(kind)
+        q = w.q0
     m = w.model
-    q = w.q0
     c = detect(w, cfg, q)
     assert len(c) >= 1
     M = models.crba(m, q)

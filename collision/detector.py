@@ -3,8 +3,8 @@
 Pipeline per call (one numba kernel, then the library for what it does not handle):
 forward kinematics → geometry placements → AABBs (inflated by the margin) → broad phase
 (sweep and prune on x, planes tested against every AABB, a precomputed filter matrix) →
-narrow phase. With ``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box
-and box–box are solved by numba kernels; the other pairs (or all pairs with
+narrow phase. With ``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box,
+box–box, sphere–capsule and capsule–capsule are solved by numba kernels; the other pairs (or all pairs with
 ``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``) or
 python-fcl (collision or distance for the normal, then the patch is built here by
 clipping the two support features).
@@ -87,7 +87,7 @@ class CollisionDetector:
 
     backend: "coal" (default) or "fcl" (python-fcl) for the pairs not handled natively.
     margin (m, ≥ 0): pairs closer than this are reported, with their positive distance.
-    native: solve plane/sphere/box pairs with the numba kernels (False: all pairs go to the
+    native: solve plane/sphere/box/capsule pairs with the numba kernels (False: all pairs go to the
         backend, used to compare the backends and as the benchmark baseline).
     skip_adjacent: skip pairs of bodies joined by a (non-free) joint; a root body of a
         fixed-base robot is then also not tested against that robot's own static geometry.
@@ -128,7 +128,9 @@ class CollisionDetector:
         if self.native:
             for k in range(6):
                 nat[K.PLANE, k] = nat[k, K.PLANE] = 1
-            nat[K.SPHERE, K.SPHERE] = nat[K.SPHERE, K.BOX] = nat[K.BOX, K.SPHERE] = nat[K.BOX, K.BOX] = 1
+            for ka, kb in ((K.SPHERE, K.SPHERE), (K.SPHERE, K.BOX), (K.BOX, K.BOX), (K.SPHERE, K.CAPSULE),
+                           (K.CAPSULE, K.CAPSULE)):
+                nat[ka, kb] = nat[kb, ka] = 1
         self.native_ok = nat
         # free joints: quaternion slices for the unit check
         free = np.flatnonzero(model.jtype == FREE) if model.nbodies else np.zeros(0, np.int64)

@@ -752,6 +752,7 @@ def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
 
 @njit(cache=True, error_model="numpy")
 def _segments_closest(p1, q1, p2, q2, c1, c2):
+    """Closest points c1 on segment p1-q1 and c2 on p2-q2 (either may be a point)."""
     d1 = q1 - p1
     d2 = q2 - p2
     r = p1 - p2
@@ -762,10 +763,18 @@ def _segments_closest(p1, q1, p2, q2, c1, c2):
     b = _dot(d1, d2)
     den = a * e - b * b
     s = 0.0
-    if den > 1e-18:
-        s = min(1.0, max(0.0, (b * f - c * e) / den))
-    t = (b * s + f) / e if e > 1e-18 else 0.0
-    if t < 0.0:
+    t = 0.0
+    if e <= 1e-18:  # second segment is a point
+        s = min(1.0, max(0.0, -c / a)) if a > 1e-18 else 0.0
+    elif a <= 1e-18:  # first segment is a point
+        t = min(1.0, max(0.0, f / e))
+    else:
+        if den > 1e-18:
+            s = min(1.0, max(0.0, (b * f - c * e) / den))
+        t = (b * s + f) / e
+    if e <= 1e-18 or a <= 1e-18:
+        pass
+    elif t < 0.0:
         t = 0.0
         s = min(1.0, max(0.0, -c / a)) if a > 1e-18 else 0.0
     elif t > 1.0:
@@ -814,7 +823,8 @@ def _sphere_box(r, c, sb, Rb, pb, n, pa_w, pb_w):
 
 @njit(cache=True, error_model="numpy")
 def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, FA, FB, ws, v3):
-    """Native narrow phase for pairs with a plane, sphere–sphere, sphere–box and box–box.
+    """Native narrow phase for pairs with a plane, sphere–sphere, sphere–box, box–box,
+    sphere–capsule and capsule–capsule.
     Returns the patch size (0: no contact within margin, -2: not handled natively).
     FA, FB (MAXF, 3), ws (8, MAXF), v3 (20, 3): scratch."""
     planeA = v3[8:10]
@@ -892,6 +902,34 @@ def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, 
             _cp3(PA[0], pa_w)
             _cp3(PB[0], pb_w)
         return 1
+    if ka == CAPSULE or kb == CAPSULE:
+        if ka == BOX or kb == BOX or ka == CYLINDER or kb == CYLINDER or ka == CONVEX or kb == CONVEX:
+            return -2
+        # sphere–capsule / capsule–sphere / capsule–capsule: closest points of the core segments
+        c1, c2 = v3[16], v3[17]
+        ha = sa[1] if ka == CAPSULE else 0.0
+        hb = sb[1] if kb == CAPSULE else 0.0
+        for k in range(3):
+            FA[0, k] = pa[k] + ha * Ra[k, 2]
+            FA[1, k] = pa[k] - ha * Ra[k, 2]
+            FB[0, k] = pb[k] + hb * Rb[k, 2]
+            FB[1, k] = pb[k] - hb * Rb[k, 2]
+        _segments_closest(FA[0], FA[1], FB[0], FB[1], c1, c2)
+        dx, dy, dz = c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]
+        dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+        if dist - sa[0] - sb[0] > margin:
+            return 0
+        if dist > 1e-12:
+            n[0], n[1], n[2] = dx / dist, dy / dist, dz / dist
+        else:  # core segments intersect: any direction normal to the first axis
+            tangent_basis(Ra[:, 2].copy(), Rb[:, 0].copy(), n, negn)
+        for k in range(3):
+            pa_w[k] = c1[k] + sa[0] * n[k]
+            pb_w[k] = c2[k] - sb[0] * n[k]
+            negn[k] = -n[k]
+        mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA)
+        mB = support_feature(kb, sb, Rb, pb, cb, negn, tol, FB)
+        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
     if ka == BOX and kb == BOX:
         sep, edge = _box_box(sa, Ra, pa, sb, Rb, pb, n, v3[14])
         if sep > margin:

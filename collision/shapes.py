@@ -2,11 +2,13 @@
 the flat per-geometry arrays that the numba kernels read.
 
 Meshes collide through their convex hull (as MuJoCo does): a robot's link meshes are
-replaced by the hull of their vertices, computed once per (file, scale) and cached.
+replaced by the hull of their vertices, computed once per (file, scale) and cached. A static
+mesh not marked convex gets a warning: non-convex triangle meshes are not supported yet.
 """
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -154,6 +156,10 @@ class ShapeTable:
                 if not g.mesh:
                     raise CollisionError(f"geometry '{g.name}': mesh geometry without a mesh file")
                 verts, tris = load_convex_mesh(g.mesh, g.scale, g.name)
+                if int(g.body) < 0 and not g.convex:
+                    warnings.warn(f"static mesh '{g.name}' is collided through its convex hull: "
+                                  f"non-convex triangle meshes (terrain, bowls) are not supported yet",
+                                  stacklevel=3)
                 self.ctris[i] = tris
                 lo, hi = verts.min(0), verts.max(0)
                 self.lc[i], self.le[i] = 0.5 * (lo + hi), 0.5 * (hi - lo)

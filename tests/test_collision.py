@@ -793,3 +793,14 @@ def test_box_pyramid_contact_count(cfg):
             P = c.position[idx]
             ext = P.max(0) - P.min(0)
             assert np.allclose(ext[:2], h - gap / 2, atol=1e-9)
+
+
+def test_static_nonconvex_mesh_warns(tmp_path):
+    path = tmp_path / "tet.obj"
+    write_tetra(str(path))
+    b = simstep.WorldBuilder()
+    b.add_mesh("rock", str(path), fixed=True)
+    b.add_mesh("ok", str(path), fixed=True, convex=True, position=(1, 0, 0))
+    w = b.build()
+    with pytest.warns(UserWarning, match="'rock' is collided through its convex hull"):
+        CollisionDetector(w)

@@ -156,7 +156,7 @@ class ShapeTable:
                 if not g.mesh:
                     raise CollisionError(f"geometry '{g.name}': mesh geometry without a mesh file")
                 verts, tris = load_convex_mesh(g.mesh, g.scale, g.name)
-                if int(g.body) < 0 and not g.convex:
+                if int(g.body) < 0 and not g.convex and "/" not in g.name:  # not a robot link
                     warnings.warn(f"static mesh '{g.name}' is collided through its convex hull: "
                                   f"non-convex triangle meshes (terrain, bowls) are not supported yet",
                                   stacklevel=3)

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .kernels import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, PLANE, SPHERE
+from .kernels import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, SPHERE
 
 
 class CollisionError(ValueError):

@@ -1,7 +1,6 @@
 """Collision detection: analytic contact sets for every shape pair in rotated poses, the
 normal/distance convention tied to the dynamics, coal vs fcl vs native agreement,
 margins, filtering, keys and bad input."""
-import os
 
 import numpy as np
 import pytest
@@ -323,7 +322,7 @@ def pair_world(kind):
     elif kind == "box-ground-tilted":
         b.add_ground()
         R = rot([1, 1, 0], 0.3)
-        hz = np.abs(R @ np.array([0.1, 0.1, 0.1])).sum() if False else np.abs(R).sum(1)[2] * 0.1
+        hz = np.abs(R).sum(1)[2] * 0.1  # half height of the tilted cube
         b.add_box("b", (0.1, 0.1, 0.1), position=(0, 0, hz - DEPTH), quaternion=quat(R))
     return b.build()
 

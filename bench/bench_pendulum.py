@@ -11,7 +11,7 @@ deviation; the maximal formulation's largest hinge closure error is reported too
 
 Writes bench/results/bench_pendulum.json and bench_pendulum.png.
 
-    python bench/bench_pendulum.py [--duration 1.0] [--links 3 6 12 15 24 30] [--erp 1.0]
+    python bench/bench_pendulum.py [--duration 2.0] [--links 3 6 12 15 24 30] [--erp 1.0]
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def simulate(n, formulation, duration, erp, warmup_steps=20):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--duration", type=float, default=1.0, help="simulated seconds per run (default 1)")
+    ap.add_argument("--duration", type=float, default=2.0, help="simulated seconds per run (default 2)")
     ap.add_argument("--links", type=int, nargs="+", default=[3, 6, 12, 15, 24, 30])
     ap.add_argument("--fig-links", type=int, default=12, help="pendulum of the Fig. 6 comparison")
     ap.add_argument("--erp", type=float, default=1.0,

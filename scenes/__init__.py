@@ -12,7 +12,7 @@ Conventions: a scene that needs more than the world's bodies carries it on the w
 - ``world.description``: one line for listings.
 
 `SCENES` maps the command line's scene names to (function, keyword arguments, default
-duration in seconds).
+duration in seconds, description).
 """
 from .boxes import box_pyramid, box_stack, pyramid_centres
 from .mechanisms import four_bar, slider_crank
@@ -22,19 +22,20 @@ from .swimmer import swimmer
 from ._util import JointPD
 
 SCENES = {
-    "box_stack": (box_stack, {}, 2.0),
-    "box_pyramid": (box_pyramid, {}, 2.0),
-    "box_pyramid_triangle": (box_pyramid, dict(layers=8, shape="triangle"), 2.0),
-    "pyramid_with_robots": (pyramid_with_robots, {}, 1.5),
-    "humanoid": (humanoid, {}, 2.0),
-    "humanoid_falling": (humanoid, dict(pose="falling"), 2.0),
-    "talos": (humanoid, dict(robot="talos"), 2.0),
-    "quadruped": (quadruped, {}, 2.0),
-    "four_bar": (four_bar, {}, 3.0),
-    "slider_crank": (slider_crank, {}, 3.0),
-    "pendulum": (pendulum_benchmark, dict(n_links=12), 1.0),
-    "pendulum_maximal": (pendulum_benchmark, dict(n_links=12, formulation="maximal"), 1.0),
-    "swimmer": (swimmer, {}, 3.0),
+    "box_stack": (box_stack, {}, 2.0, "5 boxes stacked vertically"),
+    "box_pyramid": (box_pyramid, {}, 2.0, "paper 000's square pyramid: 30 boxes, 288 contacts"),
+    "box_pyramid_triangle": (box_pyramid, dict(layers=8, shape="triangle"), 2.0, "2D pyramid, rows 8-7-...-1"),
+    "pyramid_with_robots": (pyramid_with_robots, {}, 1.5, "three G1 falling on the 30-box pyramid (paper 000 Fig. 1)"),
+    "humanoid": (humanoid, {}, 2.0, "G1 standing, joint PD"),
+    "humanoid_falling": (humanoid, dict(pose="falling"), 2.0, "G1 dropped from 0.3 m, unactuated"),
+    "talos": (humanoid, dict(robot="talos"), 2.0, "Talos standing, joint PD"),
+    "quadruped": (quadruped, {}, 2.0, "Go2 standing, joint PD"),
+    "four_bar": (four_bar, {}, 3.0, "motor-driven crank-rocker four-bar (loop closure)"),
+    "slider_crank": (slider_crank, {}, 3.0, "motor-driven slider-crank (loop closure)"),
+    "pendulum": (pendulum_benchmark, dict(n_links=12), 1.0, "paper 004's 12-link pendulum, minimal coordinates"),
+    "pendulum_maximal": (pendulum_benchmark, dict(n_links=12, formulation="maximal"), 1.0,
+                         "paper 004's 12-link pendulum, free spheres + hinge loop closures"),
+    "swimmer": (swimmer, {}, 3.0, "8-link swimmer on the ground, travelling-wave PD"),
 }
 
 __all__ = ["JointPD", "SCENES", "box_pyramid", "box_stack", "four_bar", "humanoid", "pendulum_benchmark",

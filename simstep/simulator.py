@@ -128,12 +128,13 @@ class Simulator:
     factor for penetration and loop drift, 0–1); restitution_threshold (m/s); joint_limits
     (bool); actuation (array (nv,) or callable(sim) -> (nv,); default: ``world.actuation`` if
     the scene set one); constraints (extra `LoopClosure`s etc.; default: ``world.constraints``);
-    any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...).
+    collision_options (dict for `collision.CollisionDetector`: exclude, self_collision,
+    exclude_at (default: world.q0), ...); any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...).
     """
 
     def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
-                 actuation=None, constraints=None, pgs_max_iter=1000, **solver_settings):
+                 actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None, **solver_settings):
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
         dt = float(dt)
@@ -150,7 +151,11 @@ class Simulator:
         self.erp, self.restitution_threshold = float(erp), float(restitution_threshold)
         self.joint_limits, self.joint_limit_margin = bool(joint_limits), float(joint_limit_margin)
         self.margin = 2e-3 if margin is None else float(margin)
-        self.detector = collision.CollisionDetector(world, backend=collision_backend, margin=self.margin)
+        opts = dict(collision_options or {})
+        # links of one robot whose hulls already touch in the initial state never collide (like
+        # an SRDF's disabled pairs); free objects are trees of their own and are not affected
+        opts.setdefault("exclude_at", world.q0)
+        self.detector = collision.CollisionDetector(world, backend=collision_backend, margin=self.margin, **opts)
         self.admm = ADMMSolver(ADMMSettings(**{k: v for k, v in solver_settings.items()
                                                if k in ADMMSettings.__dataclass_fields__}))
         unknown = [k for k in solver_settings if k not in ADMMSettings.__dataclass_fields__]

@@ -1,0 +1,83 @@
+"""Command line (issue 6): list, run with its summary and outputs, one-line errors."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+import scenes
+from simstep.__main__ import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "simstep", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_list_names_every_scene(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in scenes.SCENES:
+        assert name in out
+
+
+def test_run_prints_summary_and_writes_replay_and_plot(tmp_path, capsys):
+    html, png = tmp_path / "replay.html", tmp_path / "run.png"
+    rc = main(["run", "four_bar", "--duration", "0.05", "--html", str(html), "--plot", str(png), "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "simulated 0.05 s" in out and "steps/s" in out
+    assert "ADMM iterations: mean" in out and "max penetration" in out
+    assert html.stat().st_size > 10_000 and html.read_text().lstrip().lower().startswith("<!doctype html")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_with_scene_arguments_and_dt(capsys):
+    rc = main(["run", "pendulum", "--set", "n_links=3", "--set", "formulation=maximal", "--dt", "2e-4",
+               "--duration", "0.002", "--no-progress"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "3 links, maximal" in out and "10 steps" in out
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    assert main(["run", "slider_crank", "--duration", "0.01"]) == 0
+    err = capsys.readouterr().err
+    assert "slider_crank" in err and "10/10" in err
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["run", "no_such_scene"], "scenes: box_stack"),
+    (["run", "box_stack", "--bogus"], "unrecognized arguments"),
+    (["run", "box_stack", "--dt", "-1"], "--dt must be positive"),
+    (["run", "box_stack", "--duration", "abc"], "--duration must be a number"),
+    (["run", "box_stack", "--set", "size=3"], "its parameters: n, half"),
+    (["run", "box_stack", "--set", "n"], "KEY=VALUE"),
+    (["run", "pendulum", "--set", "formulation=cartesian"], "formulation must be one of"),
+    (["run"], "scenes: box_stack"),
+    (["frobnicate"], "commands: demo, list, run"),
+])
+def test_bad_input_exits_nonzero_with_one_line(args, expect, capsys):
+    rc = main(args)
+    assert rc != 0
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, cap.err
+    assert expect in lines[0]
+
+
+def test_module_entry_point_exit_status():
+    """The real `python -m simstep`: a missing scene exits non-zero with one line listing them."""
+    p = _cli("run", "missing_scene")
+    assert p.returncode != 0
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and all(name in lines[0] for name in scenes.SCENES)
+    p = _cli("list")
+    assert p.returncode == 0 and "pendulum_maximal" in p.stdout
+
+
+def test_demo_still_works(capsys):
+    assert main(["demo"]) == 0
+    assert "ABA:" in capsys.readouterr().out

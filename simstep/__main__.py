@@ -121,7 +121,7 @@ def run(args):
     desc = getattr(world, "description", args.scene)
     print(f"{args.scene}: {desc}; nq = {world.model.nq}, nv = {world.model.nv}, dt = {dt:g} s, {steps} steps",
           flush=True)
-    record = bool(args.html or args.plot)
+    record = bool(args.html or args.plot or args.view)
     its = np.zeros(steps, int)
     nc = np.zeros(steps, int)
     pen = np.zeros(steps)
@@ -171,10 +171,23 @@ def run(args):
         _plot(args.plot, args.scene, T[1:steps + 1], its, nc, pen)
         print(f"wrote {args.plot}")
     if viewer is not None:
+        _sigterm_as_interrupt()      # `serve_forever` stops its server on Ctrl-C; do the same on SIGTERM
         if record and steps:
             viewer.play(traj)        # replay with a time slider in the open page
         viewer.serve_forever()
     return 0
+
+
+def _sigterm_as_interrupt():
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:      # not the main thread
+        pass
 
 
 def _plot(path, name, t, its, nc, pen):

@@ -377,7 +377,7 @@ def test_dead_server(live_viewer):
 def test_second_viewer_connects_to_running_server(live_viewer):
     v2 = viewer.MeshcatViewer(box_world(), zmq_url=live_viewer.zmq_url, timeout=5.0)
     try:
-        assert v2.url == live_viewer.url
+        assert v2.url() == live_viewer.url()
         v2.display(v2.world.q0)
     finally:
         v2.close()

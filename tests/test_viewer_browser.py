@@ -91,17 +91,17 @@ def test_live_server_page_renders():
     v = viewer.MeshcatViewer(red_box_world())
     v0 = viewer.MeshcatViewer(red_box_world(empty=True))
     try:
-        assert v.url.startswith("http://127.0.0.1:")
+        assert v.url().startswith("http://127.0.0.1:")
         q = v.world.q0.copy()
         q[2] = 0.5
         v.display(q)
-        png = shot(v.url, "viewer_live.png")
-        png0 = shot(v0.url, "viewer_live_empty.png")
+        png = shot(v.url(), "viewer_live.png")
+        png0 = shot(v0.url(), "viewer_live_empty.png")
         assert_drawn(png, png0, RED)
         # the live page follows the pose: a second shot after moving the box differs
         q[0] += 0.4
         v.display(q)
-        png2 = shot(v.url, "viewer_live_moved.png")
+        png2 = shot(v.url(), "viewer_live_moved.png")
         assert np.mean(np.abs(pixels(png2) - pixels(png)).max(axis=2) > 0.1) > 0.005
     finally:
         v.close()

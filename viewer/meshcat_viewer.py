@@ -258,9 +258,8 @@ class MeshcatViewer:
                 raise ViewerConnectionError(f"no meshcat server answers at {zmq_url} "
                                             f"(waited {self.timeout} s)") from None
 
-    @property
     def url(self):
-        """The web page of the live viewer (None without a server)."""
+        """The web page of the live viewer (None without a server), as meshcat's ``Visualizer.url()``."""
         return self.web_url
 
     # ------------------------------------------------------------------ emitting

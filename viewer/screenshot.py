@@ -112,8 +112,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="Screenshots of the viewer for the README (needs chromium).")
     p.add_argument("--out", default="docs", help="output folder (default: docs)")
     p.add_argument("--size", default="960x720", help="width x height in pixels")
-    p.add_argument("which", nargs="*", default=["box_pyramid", "g1"], choices=["box_pyramid", "g1"])
+    p.add_argument("which", nargs="*", help="box_pyramid and/or g1 (default: both)")
     a = p.parse_args(argv)
+    a.which = a.which or ["box_pyramid", "g1"]
+    bad = sorted(set(a.which) - {"box_pyramid", "g1"})
+    if bad:
+        p.error(f"unknown picture(s) {bad}; choose from box_pyramid, g1")
     w, h = (int(x) for x in a.size.lower().split("x"))
     makers = {"box_pyramid": _pyramid_world, "g1": _g1_world}
     for name in a.which:

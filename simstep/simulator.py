@@ -457,6 +457,7 @@ class Simulator:
             its = np.zeros(steps + 1, int)
             ncs = np.zeros(steps + 1, int)
             T[0], Q[0], V[0] = self.t, self.q, self.v
+        show_contacts = viewer is not None and bool(getattr(viewer, "show_contacts", False))
         it = range(steps)
         if progress:
             from tqdm import tqdm
@@ -467,9 +468,14 @@ class Simulator:
                 T[i + 1], Q[i + 1], V[i + 1] = self.t, self.q, self.v
                 its[i + 1], ncs[i + 1] = st.iterations, st.ncontacts
             if viewer is not None:
-                viewer.update(self.q, self.t)
+                if show_contacts:
+                    viewer.update(self.q, self.t, contacts=self.contacts, dt=self.dt)
+                else:
+                    viewer.update(self.q, self.t)
             if callback is not None:
                 callback(self)
+        if viewer is not None and steps and hasattr(viewer, "display"):
+            viewer.display(self.q, contacts=self.contacts if show_contacts else None, dt=self.dt)  # throttling may skip it
         if record:
             return Trajectory(T, Q, V, its, ncs)
         return None

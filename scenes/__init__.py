@@ -25,7 +25,7 @@ SCENES = {
     "box_stack": (box_stack, {}, 2.0, "5 boxes stacked vertically"),
     "box_pyramid": (box_pyramid, {}, 2.0, "paper 000's square pyramid: 30 boxes, 288 contacts"),
     "box_pyramid_triangle": (box_pyramid, dict(layers=8, shape="triangle"), 2.0, "2D pyramid, rows 8-7-...-1"),
-    "pyramid_with_robots": (pyramid_with_robots, {}, 1.5, "three G1 falling on the 30-box pyramid (paper 000 Fig. 1)"),
+    "pyramid_with_robots": (pyramid_with_robots, {}, 2.5, "three G1 falling on the 30-box pyramid (paper 000 Fig. 1)"),
     "humanoid": (humanoid, {}, 2.0, "G1 standing, joint PD"),
     "humanoid_falling": (humanoid, dict(pose="falling"), 2.0, "G1 dropped from 0.3 m, unactuated"),
     "talos": (humanoid, dict(robot="talos"), 2.0, "Talos standing, joint PD"),

@@ -139,8 +139,9 @@ def quadruped(robot="go2", pose="standing", height=None):
 
 def pyramid_with_robots(n_robots=3, robot="g1", height=0.3):
     """Paper 000 Fig. 1: unactuated robots (three G1 by default: nv = 180 + 3·35 = 285)
-    falling on the 30-box pyramid, the lowest point of each `height` above its landing spot.
-    Robots collide with the boxes, the ground and each other (not with themselves)."""
+    falling on the 30-box pyramid: the first with its lowest point `height` above the top
+    box, the next ones 1.5 m higher each, with different yaws. Robots collide with the
+    boxes, the ground and each other (not with themselves)."""
     n_robots = check_int(n_robots, "pyramid_with_robots n_robots", 0, 8)
     check_choice(robot, "pyramid_with_robots robot", ("g1", "talos", "go2"))
     centres = pyramid_centres()
@@ -150,20 +151,23 @@ def pyramid_with_robots(n_robots=3, robot="g1", height=0.3):
     wb.add_ground(friction=0.5)
     for k, c in enumerate(centres):
         wb.add_box(f"box{k}", (HALF, HALF, HALF), mass=1.0, position=c, friction=0.5)
-    spots = [(0.0, 0.0, top), (0.3, -0.25, 2 * HALF * 2), (-0.3, 0.25, 2 * HALF * 2),
-             (0.6, 0.6, 0.0), (-0.6, -0.6, 0.0), (0.6, -0.6, 0.0), (-0.6, 0.6, 0.0), (0.0, 0.9, 0.0)]
+    # all land on the pyramid: different yaws and small offsets, stacked in time (each starts
+    # `spacing` higher than the previous, so they never overlap at the start)
+    spacing = 1.5
+    offsets = [(0.0, 0.0), (0.12, -0.1), (-0.12, 0.1), (0.1, 0.12), (-0.1, -0.12), (0.0, 0.15), (0.15, 0.0),
+               (-0.15, 0.0)]
     yaw = [0.0, 1.2, -2.0, 0.5, 2.5, -0.8, 1.9, 3.0]
     m0 = _probe_model(robot)
     q = _posture(m0, "", robot)
     for r in range(n_robots):
         bit = 1 << (r + 1)
-        x, y, _ = spots[r]
+        x, y = offsets[r]
         qu = (0.0, 0.0, np.sin(yaw[r] / 2), np.cos(yaw[r] / 2))
-        _add_robot(wb, f"{robot}_{r}", robot, position=(x, y, 3.0 + r), quaternion=qu, q=q, group=bit,
+        _add_robot(wb, f"{robot}_{r}", robot, position=(x, y, 3.0 + 2 * r), quaternion=qu, q=q, group=bit,
                    mask=0xFFFFFFFF & ~bit, friction=0.8)
     w = wb.build()
     for r in range(n_robots):
-        _place_on(w, f"{robot}_{r}", spots[r][2] + height)
+        _place_on(w, f"{robot}_{r}", top + height + spacing * r)
     w.dt = 1e-3
     w.description = f"{n_robots} {robot} falling on the 30-box pyramid"
     return w

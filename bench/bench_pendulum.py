@@ -78,7 +78,7 @@ def simulate(n, formulation, duration, erp, warmup_steps=20):
                 rows_mean=float(rows[1:].mean()), rows_max=int(rows.max()), contacts_max=int(nc.max()),
                 iterations_mean=float(its[1:].mean()), iterations_max=int(its.max()),
                 not_converged=int((~conv).sum()), wall=wall, wall_per_sim_second=wall / duration,
-                closure_max=closure, max_penetration=None)
+                closure_max=closure)
 
 
 def main():

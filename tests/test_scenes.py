@@ -60,19 +60,22 @@ def _top_box_drift(world, seconds):
 
 @pytest.mark.slow
 def test_paper_square_pyramid_stands_3s():
-    """Measured: top box moves 2e-6 m in 3 s (about 70 s of wall time on 2 cores)."""
+    """Measured: the top box moves 3.1e-7 m in 3 s (35 s of wall time)."""
     drift, sim = _top_box_drift(scenes.box_pyramid(), 3.0)
     assert drift < 1e-3, f"top box moved {drift:.3e} m"
 
 
 @pytest.mark.slow
 def test_triangle_pyramid_8_rows_stands_3s():
+    """Measured: 3.1e-7 m (27 s of wall time)."""
     drift, sim = _top_box_drift(scenes.box_pyramid(layers=8, shape="triangle"), 3.0)
     assert drift < 1e-3, f"top box moved {drift:.3e} m"
 
 
 @pytest.mark.slow
 def test_g1_dropped_from_30cm_comes_to_rest():
+    """Measured after 3 s: deepest geometry 2.5e-8 m below the ground, pelvis speed 3.5e-6 m/s
+    (17 s of wall time)."""
     w = scenes.humanoid("g1", pose="falling", height=0.3)
     det = collision.CollisionDetector(w, margin=0.0)
     c0 = det.detect(w.q0)

@@ -146,7 +146,7 @@ def test_pendulum_formulations_start_identical(n):
 @pytest.fixture(scope="module")
 def pendulum_runs():
     """1 s of the 12-link pendulum in both formulations (erp = 1, as bench_pendulum.py):
-    last link heights and the largest hinge closure error. About 45 s of wall time."""
+    last link heights and the largest hinge closure error. About 25 s of wall time."""
     out = {}
     for f in ("minimal", "maximal"):
         w = scenes.pendulum_benchmark(12, f)

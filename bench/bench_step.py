@@ -124,8 +124,9 @@ def time_mujoco(mjmodel, settle, steps):
 
 
 def admm_vs_pinocchio(sim):
-    """Our ADMM (matrix-free operator) and Pinocchio's ADMM (its dense operator on our G) on the
-    contact problem of the simulator's current state, both cold-started at tolerance 1e-6."""
+    """Our ADMM (matrix-free operator, its construction included) and Pinocchio's ADMM (its dense
+    operator on our G, construction not included) on the contact problem of the simulator's
+    current state, both cold-started at tolerance 1e-6; best of 3."""
     import pinocchio as pin
     m, q, v = sim.model, sim.q, sim.v
     c = sim.detector.detect(q)
@@ -133,13 +134,15 @@ def admm_vs_pinocchio(sim):
     if k == 0:
         return None
     cons = [ContactSet(c.body1, c.body2, c.position, c.frame, c.friction)]
-    t0 = time.perf_counter()
-    op = MatrixFreeDelassus(m, q, cons, data=sim.data)
-    g = op.J_apply(v + DT * models.aba(m, q, v, np.zeros(m.nv)))
-    g[np.arange(k) * 3 + 2] += np.where(c.distance > 0, c.distance / DT, 0.2 * c.distance / DT)
-    t_op = time.perf_counter() - t0
-    res = ADMMSolver().solve(op, g, ConeSet.contacts(c.friction))
-    t_ours = time.perf_counter() - t0
+    t_op, t_ours = np.inf, np.inf
+    for _ in range(3):      # best of 3: the first call also loads kernels
+        t0 = time.perf_counter()
+        op = MatrixFreeDelassus(m, q, cons, data=sim.data)
+        g = op.J_apply(v + DT * models.aba(m, q, v, np.zeros(m.nv)))
+        g[np.arange(k) * 3 + 2] += np.where(c.distance > 0, c.distance / DT, 0.2 * c.distance / DT)
+        t_op = min(t_op, time.perf_counter() - t0)
+        res = ADMMSolver().solve(op, g, ConeSet.contacts(c.friction))
+        t_ours = min(t_ours, time.perf_counter() - t0)
     G = DenseDelassus(m, q, cons).matrix()
     pm = pin.Model()
     j = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "b")
@@ -158,9 +161,12 @@ def admm_vs_pinocchio(sim):
     r = pin.ADMMSolverResult()
     solver = pin.ADMMConstraintSolver(3 * k)
     D = pin.DelassusOperatorDense(G)
-    t0 = time.perf_counter()
-    solver.solve(D, g, cms, cds, s, r)
-    t_pin = time.perf_counter() - t0
+    t_pin = np.inf
+    for _ in range(3):
+        r = pin.ADMMSolverResult()
+        t0 = time.perf_counter()
+        solver.solve(D, g, cms, cds, s, r)
+        t_pin = min(t_pin, time.perf_counter() - t0)
     return dict(contacts=k, ours_iterations=res.iterations, ours_us=t_ours * 1e6, ours_operator_us=t_op * 1e6,
                 pin_iterations=int(r.iterations), pin_us=t_pin * 1e6, ratio=t_ours / t_pin)
 

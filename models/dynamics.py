@@ -70,6 +70,25 @@ def _dot_col(S, k, x):
     return S[0, k] * x[0] + S[1, k] * x[1] + S[2, k] * x[2] + S[3, k] * x[3] + S[4, k] * x[4] + S[5, k] * x[5]
 
 
+@njit(cache=True, inline="always")
+def _composite_force(Hc, S, i, k, F):
+    """F = Hᶜᵢ Sₖ: the composite body's force for unit motion of dof k (CRBA)."""
+    for r in range(6):
+        acc = 0.0
+        for c in range(6):
+            acc += Hc[i, r, c] * S[c, k]
+        F[r] = acc
+
+
+@njit(cache=True, inline="always")
+def _add_to_parent(Hc, i, par):
+    """Hᶜ_λ(i) += Hᶜᵢ (composite inertia of the parent, CRBA)."""
+    if par >= 0:
+        for r in range(6):
+            for c in range(6):
+                Hc[par, r, c] += Hc[i, r, c]
+
+
 @njit(cache=True)
 def spd_inverse(D, n, out):
     """out[:n, :n] = D[:n, :n]⁻¹ for a small SPD block (n ≤ 6) by Cholesky; returns False if not PD."""
@@ -169,11 +188,7 @@ def crba_kernel(jint, jfloat, armature, q, M):
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(iv, iv + nvi):
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += Hc[i, r, c] * S[c, k]
-                F[r] = acc
+            _composite_force(Hc, S, i, k, F)
             j = i
             while j >= 0:
                 for l in range(jint[j, 3], jint[j, 3] + jint[j, 5]):
@@ -182,10 +197,7 @@ def crba_kernel(jint, jfloat, armature, q, M):
                     M[k, l] = val
                 j = jint[j, 0]
             M[k, k] += armature[k]
-        if par >= 0:
-            for r in range(6):
-                for c in range(6):
-                    Hc[par, r, c] += Hc[i, r, c]
+        _add_to_parent(Hc, i, par)
     return OK
 
 
@@ -200,16 +212,9 @@ def crba_diagonal_kernel(jint, jfloat, armature, q, d):
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(iv, iv + nvi):
-            for r in range(6):
-                acc = 0.0
-                for c in range(6):
-                    acc += Hc[i, r, c] * S[c, k]
-                F[r] = acc
+            _composite_force(Hc, S, i, k, F)
             d[k] = _dot_col(S, k, F) + armature[k]
-        if par >= 0:
-            for r in range(6):
-                for c in range(6):
-                    Hc[par, r, c] += Hc[i, r, c]
+        _add_to_parent(Hc, i, par)
 
 
 @njit(cache=True, inline="always")

@@ -99,8 +99,8 @@ class StepContacts:
         return np.maximum(-self.distance, 0.0)
 
     @property
-    def force(self):
-        """(k, 3) world contact forces on body 1 averaged over the step (impulse / dt is done by the caller)."""
+    def world_impulse(self):
+        """(k, 3) impulses on body 1 in world axes (N·s; divide by dt for the mean force)."""
         return np.einsum("kij,kj->ki", self.frame, self.impulse)
 
     def __len__(self):
@@ -174,9 +174,15 @@ class Simulator:
                 raise TypeError(f"unsupported constraint {c!r}: pass LoopClosure, JointLimit or JointFriction")
         self.set_actuation(actuation)
         self._fext = np.zeros((self.model.nbodies, 6))
-        self._fric_dofs = np.flatnonzero(self.model.friction > 0)
-        self._fric_joints = self._joints_of_dofs(self._fric_dofs)
-        self._limit_dofs = np.flatnonzero(np.isfinite(self.model.lower) | np.isfinite(self.model.upper))
+        # per-model constraint bookkeeping, fixed for the simulator's life (not redone per step)
+        m = self.model
+        dof_joint = self._joints_of_dofs(np.arange(m.nv))
+        self._fric_dofs = np.flatnonzero(m.friction > 0)
+        self._fric_joint_names = list(dict.fromkeys(dof_joint[d] for d in self._fric_dofs))
+        self._limit_dofs = np.flatnonzero(np.isfinite(m.lower) | np.isfinite(m.upper))
+        self._limit_joint = [dof_joint[d] for d in self._limit_dofs]
+        body = np.searchsorted(m.idx_v, self._limit_dofs, side="right") - 1
+        self._limit_q = m.idx_q[body] + self._limit_dofs - m.idx_v[body]
         self._warm_keys = _EMPTY_I
         self._warm_world = np.zeros((0, 3))
         self._eig = None
@@ -237,6 +243,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ step
     def _joints_of_dofs(self, dofs):
+        """Name of the joint that owns each dof."""
         m = self.model
         bodies = np.searchsorted(m.idx_v, dofs, side="right") - 1
         names = {}
@@ -314,15 +321,15 @@ class Simulator:
                 extra_err.append(None)
         limit_rows = []
         if self.joint_limits and self._limit_dofs.size:
-            for dof in self._limit_dofs:
-                qi = q[self._q_of_dof(dof)]
+            for dof, iq, joint in zip(self._limit_dofs, self._limit_q, self._limit_joint):
+                qi = q[iq]
                 reach = abs(v_free[dof]) * dt + self.joint_limit_margin
                 for side, lim, sgn in (("lower", m.lower[dof], 1.0), ("upper", m.upper[dof], -1.0)):
                     if np.isfinite(lim) and sgn * (qi - lim) < reach:
                         limit_rows.append((dof, sgn * (qi - lim)))
-                        cons.append(JointLimit(self._dof_joint(dof), side))
+                        cons.append(JointLimit(joint, side))
                         cones.add("orthant", 1)
-        for j in self._fric_joints_unique():
+        for j in self._fric_joint_names:
             cons.append(JointFriction(j, 0.0))
         for dof in self._fric_dofs:
             cones.add("box", 1, m.friction[dof] * dt)
@@ -384,21 +391,6 @@ class Simulator:
         st.time_total = time.perf_counter() - t_start
         self.stats = st
         return st
-
-    def _q_of_dof(self, dof):
-        b = int(np.searchsorted(self.model.idx_v, dof, side="right") - 1)
-        return int(self.model.idx_q[b] + dof - self.model.idx_v[b])
-
-    def _dof_joint(self, dof):
-        return self._joints_of_dofs(np.array([dof]))[0]
-
-    def _fric_joints_unique(self):
-        seen, out = set(), []
-        for j in self._fric_joints:
-            if j not in seen:
-                seen.add(j)
-                out.append(j)
-        return out
 
     def _stabilise(self, g, op, c, k, extra_err, limit_rows):
         """Add position correction, speculative distance and restitution targets to g in place."""

@@ -319,7 +319,7 @@ def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
     S, IA = np.empty((6, nv)), np.empty((n, 6, 6))
     kinematics_kernel(jint, jfloat, q, oR, op, S, IA)
     vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    vJ, h, w, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    vJ, h, w, y, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for r in range(6):
@@ -349,13 +349,15 @@ def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
         if par >= 0:
             for k in range(nvi):
                 w[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
+            for k in range(nvi):          # y = D⁻¹ w, once (not per force row)
+                t = 0.0
+                for l in range(nvi):
+                    t += Dinv[i, k, l] * w[l]
+                y[k] = t
             for r in range(6):
                 t = pA[i, r] + h[r]
                 for k in range(nvi):
-                    s = 0.0
-                    for l in range(nvi):
-                        s += Dinv[i, k, l] * w[l]
-                    t += U[r, iv + k] * s
+                    t += U[r, iv + k] * y[k]
                 pA[par, r] += t
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]

@@ -106,31 +106,27 @@ class World:
     constraints: list = field(default_factory=list)  # loop closures etc. a scene asks the Simulator for
     actuation: object = None                          # default joint torques: array (nv,) or callable(sim)
 
+    def _full_name(self, body):
+        """The model's name for `body`: itself if the model knows it (or it is an index), else
+        the unique ``"<object>/<link>"`` whose link part is `body`."""
+        if not isinstance(body, str) or body == "world" or body in self.model.frames \
+                or body in self.model.body_names:
+            return body
+        hits = sorted({n for n in list(self.model.body_names) + list(self.model.frames) if n.rsplit("/", 1)[-1] == body})
+        if len(hits) > 1:
+            raise KeyError(f"body name '{body}' is ambiguous: {hits}")
+        return hits[0] if hits else body
+
     def body_index(self, body):
         """Index of a body given by name or index (-1 / "world" for the world). For a robot
         added as ``add_urdf("g1", ...)``, its links are ``"g1/<link>"``; the bare link name
         is accepted when only one object has such a link."""
-        try:
-            return self.model.body_index(body)
-        except KeyError:
-            if isinstance(body, str):
-                hits = [n for n in list(self.model.body_names) + list(self.model.frames)
-                        if n.rsplit("/", 1)[-1] == body]
-                if len(set(hits)) == 1:
-                    return self.model.body_index(hits[0])
-                if len(hits) > 1:
-                    raise KeyError(f"body name '{body}' is ambiguous: {sorted(set(hits))}") from None
-            raise
+        return self.model.body_index(self._full_name(body))
 
     def body_frame(self, body):
-        """(body index, R, p): a body or merged URDF link as an offset from its body's frame."""
-        try:
-            return self.model.body_placement_offset(body)
-        except KeyError:
-            idx = self.body_index(body)
-            name = next(n for n in list(self.model.body_names) + list(self.model.frames)
-                        if n.rsplit("/", 1)[-1] == body)
-            return self.model.body_placement_offset(name) if idx >= 0 else (idx, np.eye(3), np.zeros(3))
+        """(body index, R, p): a body or merged URDF link as an offset from its body's frame
+        (a link welded to the world gives -1 and its world placement)."""
+        return self.model.body_placement_offset(self._full_name(body))
 
     @property
     def body_names(self):

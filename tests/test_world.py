@@ -52,6 +52,10 @@ def test_world_layout_and_names():
     assert any(g.name.startswith("arm/") for g in static)
     b0 = next(g for g in w.geometries if g.name == "b0")
     assert (b0.friction, b0.restitution) == (0.3, 0.2)
+    # a link welded to the world resolves to -1 with its placement, by full or bare name
+    for name in ("arm/panda_link0", "panda_link0"):
+        b, R, p = w.body_frame(name)
+        assert b == -1 and np.allclose(p, (0, -2, 0)) and np.allclose(R, np.eye(3))
     # the welded arm is where it was put
     oR, op = models.forward_kinematics(w.model, w.q0)
     k = w.body_index("arm/panda_link1")
@@ -109,3 +113,13 @@ def test_builder_bad_input(tmp_path):
     w = b.build()
     with pytest.raises(KeyError, match="unknown body"):
         w.body_index("nobody")
+
+
+def test_bare_link_names_must_be_unambiguous():
+    b = simstep.WorldBuilder()
+    for name in ("dog1", "dog2"):
+        b.add_urdf(name, models.robot_path("go2")[0], position=(0, 0, 0.5) if name == "dog1" else (1, 0, 0.5))
+    w = b.build()
+    assert w.body_index("dog2/base") != w.body_index("dog1/base")
+    with pytest.raises(KeyError, match="'base' is ambiguous"):
+        w.body_index("base")

@@ -31,8 +31,12 @@ class Data:
 
     def compute(self, q):
         """Kinematics, world S and H, and the articulated factorisation at q (O(n))."""
+        return self._compute(self.model.check_q(q).copy())
+
+    def _compute(self, q):
+        """`compute` on a q already checked (the simulator's integrated state); keeps q."""
         m = self.model
-        self.q = m.check_q(q).copy()
+        self.q = q
         kinematics_kernel(m.jint, m.jfloat, self.q, self.oR, self.op, self.S, self.H)
         if not aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv):
             raise np.linalg.LinAlgError(f"the mass matrix is singular: joints {m.massless_joints()} move no "

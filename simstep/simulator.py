@@ -26,7 +26,8 @@ from numba import njit
 
 import collision
 import models
-from solvers import ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
+from models.kinematics import integrate_kernel
+from solvers import ConstraintSet, ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
 from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
@@ -35,20 +36,39 @@ from .world import World, matrix_to_quat
 
 
 @njit(cache=True)
-def warm_start_kernel(prev_keys, prev_world, keys, frames, x0):
-    """x0[3i:3i+3] = frameᵢᵀ w for the previous world impulse w of the contact with key keysᵢ;
-    returns True if any contact matched. prev_keys need not be sorted (k ≤ a few thousand)."""
+def warm_start_kernel(prev_keys, prev_frames, prev_lam, keys, frames, x0):
+    """x0[3i:3i+3] = frameᵢᵀ w, w = F λ the previous world impulse of the contact with key keysᵢ
+    (previous frame F, impulse λ in its axes); returns True if any contact matched. prev_keys
+    need not be sorted (k ≤ a few thousand)."""
     order = np.argsort(prev_keys)
     sk = prev_keys[order]
     hit = False
+    w = np.empty(3)
     for i in range(keys.shape[0]):
         j = np.searchsorted(sk, keys[i])
         if j < sk.shape[0] and sk[j] == keys[i]:
-            w = prev_world[order[j]]
+            o = order[j]
+            for a in range(3):
+                w[a] = prev_frames[o, a, 0] * prev_lam[3 * o] + prev_frames[o, a, 1] * prev_lam[3 * o + 1] + \
+                    prev_frames[o, a, 2] * prev_lam[3 * o + 2]
             for r in range(3):
                 x0[3 * i + r] = frames[i, 0, r] * w[0] + frames[i, 1, r] * w[1] + frames[i, 2, r] * w[2]
             hit = True
     return hit
+
+
+@njit(cache=True)
+def contact_targets_kernel(phi, vn_pre, e, dt, erp, threshold, g):
+    """Add to the normal rows of g (3i + 2) the contacts' velocity targets: a gap φ > 0 may
+    close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate (erp φ/dt),
+    and an approaching contact faster than the threshold that closes within the step gets
+    Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
+    for i in range(phi.shape[0]):
+        corr = phi[i] / dt if phi[i] > 0 else erp * phi[i] / dt
+        v = vn_pre[3 * i + 2]
+        if e[i] > 0 and v < -threshold and phi[i] <= -v * dt + 1e-12:
+            corr = e[i] * v
+        g[3 * i + 2] += corr
 
 
 class SimulationError(RuntimeError):
@@ -174,6 +194,8 @@ class Simulator:
                 raise TypeError(f"unsupported constraint {c!r}: pass LoopClosure, JointLimit or JointFriction")
         self.set_actuation(actuation)
         self._fext = np.zeros((self.model.nbodies, 6))
+        self._zero_tau = np.zeros(self.model.nv)
+        self._damped = bool(np.any(self.model.damping))
         # per-model constraint bookkeeping, fixed for the simulator's life (not redone per step)
         m = self.model
         dof_joint = self._joints_of_dofs(np.arange(m.nv))
@@ -183,9 +205,9 @@ class Simulator:
         self._limit_joint = [dof_joint[d] for d in self._limit_dofs]
         body = np.searchsorted(m.idx_v, self._limit_dofs, side="right") - 1
         self._limit_q = m.idx_q[body] + self._limit_dofs - m.idx_v[body]
-        self._warm_keys = _EMPTY_I
-        self._warm_world = np.zeros((0, 3))
+        self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
         self._eig = None
+        self._tail = None
         self.stats = StepStats()
         self.contacts = self._empty_contacts()
         self.t = 0.0
@@ -201,7 +223,7 @@ class Simulator:
         self.v = self.model.check_v(v).copy()
         if t is not None:
             self.t = float(t)
-        self._warm_keys, self._warm_world = _EMPTY_I, np.zeros((0, 3))
+        self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
         self.data.compute(self.q)
 
     def set_actuation(self, actuation):
@@ -255,8 +277,8 @@ class Simulator:
         m = self.model
         if tau is None:
             tau = self.actuation(self) if callable(self.actuation) else self.actuation
-        tau = np.zeros(m.nv) if tau is None else m.check_v(tau, "tau")
-        if np.any(m.damping):
+        tau = self._zero_tau if tau is None else m.check_v(tau, "tau")
+        if self._damped:
             tau = tau - m.damping * self.v
         return tau
 
@@ -303,42 +325,13 @@ class Simulator:
         st.time_dynamics = time.perf_counter() - t0
         # 4. constraints and operator
         t0 = time.perf_counter()
-        cones = ConeSet.contacts(c.friction) if k else ConeSet()
-        cons = [ContactSet(c.body1, c.body2, c.position, c.frame, c.friction)] if k else []
-        extra_err = []
-        for lc in self.extra_constraints:
-            if isinstance(lc, LoopClosure):
-                cons.append(lc)
-                cones.add("free", lc.nrows)
-                extra_err.append(self._loop_errors(lc))
-            elif isinstance(lc, JointLimit):
-                cons.append(lc)
-                cones.add("orthant", 1)
-                extra_err.append(None)
-            else:
-                cons.append(lc)
-                cones.add("box", 1, lc.max_torque * dt)
-                extra_err.append(None)
-        limit_rows = []
-        if self.joint_limits and self._limit_dofs.size:
-            for dof, iq, joint in zip(self._limit_dofs, self._limit_q, self._limit_joint):
-                qi = q[iq]
-                reach = abs(v_free[dof]) * dt + self.joint_limit_margin
-                for side, lim, sgn in (("lower", m.lower[dof], 1.0), ("upper", m.upper[dof], -1.0)):
-                    if np.isfinite(lim) and sgn * (qi - lim) < reach:
-                        limit_rows.append((dof, sgn * (qi - lim)))
-                        cons.append(JointLimit(joint, side))
-                        cones.add("orthant", 1)
-        for j in self._fric_joint_names:
-            cons.append(JointFriction(j, 0.0))
-        for dof in self._fric_dofs:
-            cones.add("box", 1, m.friction[dof] * dt)
+        cs, cones, extra_err, limit_rows = self._constraints(c, k, q, v_free)
         mrows = cones.m
         st.ncontacts, st.nrows = k, mrows
         lam = np.zeros(mrows)
         if mrows:
             Op = MatrixFreeDelassus if self.operator == "matrix_free" else DenseDelassus
-            op = Op(m, q, cons, data=d)
+            op = Op(m, q, cs, data=d)
             if op.m != mrows:
                 raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {mrows}")
             g = op.J_apply(v_free)
@@ -371,8 +364,9 @@ class Simulator:
             t0 = time.perf_counter()
             v_next = v_free
         # 6. integrate
-        q_next = m.integrate(q, v_next, dt) if np.all(np.isfinite(v_next)) else None
-        if q_next is None or not np.all(np.isfinite(q_next)) or not np.all(np.isfinite(lam)):
+        q_next = np.empty(m.nq)
+        integrate_kernel(m.jint, q, v_next, dt, q_next)
+        if not np.isfinite(v_next.sum() + q_next.sum() + lam.sum()):   # a sum is finite iff every term is
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s produced a non-finite state "
                                   f"(solver converged: {st.converged}, iterations {st.iterations}); "
                                   f"the state was left unchanged")
@@ -380,29 +374,63 @@ class Simulator:
         self.t += dt
         self.steps += 1
         self._fext[:] = 0.0
-        d.compute(self.q)
+        d._compute(self.q)
         st.time_integration = time.perf_counter() - t0
         # bookkeeping
         imp = lam[:3 * k].reshape(k, 3)
         self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key)
-        self._warm_keys = c.key
-        self._warm_world = np.einsum("kij,kj->ki", c.frame, imp)
+        self._warm_keys, self._warm_frames, self._warm_lam = c.key, c.frame, lam
         st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0
         st.time_total = time.perf_counter() - t_start
         self.stats = st
         return st
 
+    def _constraints(self, c, k, q, v_free):
+        """The step's `ConstraintSet` and `ConeSet`: contacts (cones), then loop closures (free
+        rows), joint limits within reach (orthant) and joint friction (box). The part after the
+        contacts is rebuilt only when the active limits change. Also returns the loop closures'
+        position errors and the active limits' (dof, gap)."""
+        m, dt = self.model, self.dt
+        limit_rows, limit_cons = [], []
+        if self.joint_limits and self._limit_dofs.size:
+            for dof, iq, joint in zip(self._limit_dofs, self._limit_q, self._limit_joint):
+                qi = q[iq]
+                reach = abs(v_free[dof]) * dt + self.joint_limit_margin
+                for side, lim, sgn in (("lower", m.lower[dof], 1.0), ("upper", m.upper[dof], -1.0)):
+                    if np.isfinite(lim) and sgn * (qi - lim) < reach:
+                        limit_rows.append((dof, sgn * (qi - lim)))
+                        limit_cons.append((joint, side))
+        extra_err = [self._loop_errors(lc) if isinstance(lc, LoopClosure) else None
+                     for lc in self.extra_constraints]
+        sig = tuple(limit_cons)
+        if self._tail is None or self._tail[0] != sig:
+            cones, cons = ConeSet(), list(self.extra_constraints)
+            for lc in self.extra_constraints:
+                if isinstance(lc, LoopClosure):
+                    cones.add("free", lc.nrows)
+                elif isinstance(lc, JointLimit):
+                    cones.add("orthant", 1)
+                else:
+                    cones.add("box", 1, lc.max_torque * dt)
+            for joint, side in limit_cons:
+                cons.append(JointLimit(joint, side))
+                cones.add("orthant", 1)
+            cons += [JointFriction(j, 0.0) for j in self._fric_joint_names]
+            for dof in self._fric_dofs:
+                cones.add("box", 1, m.friction[dof] * dt)
+            self._tail = (sig, ConstraintSet(m, cons), cones)
+        tail, tail_cones = self._tail[1], self._tail[2]
+        if not k:
+            return tail, tail_cones, extra_err, limit_rows
+        cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
+        return cs, ConeSet.with_contacts(c.friction, tail_cones), extra_err, limit_rows
+
     def _stabilise(self, g, op, c, k, extra_err, limit_rows):
         """Add position correction, speculative distance and restitution targets to g in place."""
         dt, erp = self.dt, self.erp
-        if k:
-            phi = c.distance
-            n_rows = np.arange(k) * 3 + 2
-            v_pre = op.J_apply(self.v)[n_rows]             # normal velocity before the step
-            corr = np.where(phi > 0, phi / dt, erp * phi / dt)
-            bounce = (c.restitution > 0) & (v_pre < -self.restitution_threshold) & (phi <= -v_pre * dt + 1e-12)
-            corr = np.where(bounce, c.restitution * v_pre, corr)   # σ_n = v_n⁺ + e v_n⁻ ≥ 0
-            g[n_rows] += corr
+        if k:      # contact velocities before the step (for restitution), then the targets
+            contact_targets_kernel(c.distance, op.J_apply(self.v), c.restitution, dt, erp,
+                                   self.restitution_threshold, g)
         row = 3 * k
         for e in extra_err:
             if e is None:
@@ -419,7 +447,8 @@ class Simulator:
         if k == 0 or self._warm_keys.size == 0:
             return None
         x0 = np.zeros(mrows)
-        return x0 if warm_start_kernel(self._warm_keys, self._warm_world, c.key, c.frame, x0) else None
+        return x0 if warm_start_kernel(self._warm_keys, self._warm_frames, self._warm_lam, c.key, c.frame, x0) \
+            else None
 
     def _max_eigenvalue(self, op, c):
         """λ_max(G) for the ρ rule: re-estimated when the contact set changes, else reused (G

@@ -19,7 +19,20 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .cones import CONE, ORTHANT, ConeSet, desaxce_kernel, ncp_residuals_kernel, project_cone, project_kernel
+import models.dynamics
+import models.joints
+import models.kinematics
+import models.spatial
+from models.jitcache import drop_stale_cache
+
+from . import cones as _cones
+from . import delassus_kernels as _dk
+from .cones import CONE, ORTHANT, ConeSet, desaxce_kernel, ncp_residuals_kernel, project_kernel
+from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
+
+# admm_kernel compiles in the operator and cone kernels
+drop_stale_cache(__file__, [_dk.__file__, _cones.__file__, models.dynamics.__file__, models.kinematics.__file__,
+                            models.spatial.__file__, models.joints.__file__])
 
 
 @dataclass
@@ -120,6 +133,119 @@ def warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, ncp):
     return max(a[0], a[1], a[2]), max(b[0], b[1], b[2])
 
 
+@njit(cache=True)
+def _op_factor(dense, geo, fac, dn, dscal, dvec, vec):
+    if dense:
+        dense_factor(dn, dscal, dvec, vec)
+    else:
+        mf_factor(geo, fac, dscal, dvec, vec)
+
+
+@njit(cache=True)
+def _refactor(dense, geo, fac, dn, Rc, has_rc, d, dvec):
+    """Damping μ_prox + τρ (+ R_c) into the operator and refactor."""
+    if has_rc:
+        for r in range(dvec.shape[0]):
+            dvec[r] = Rc[r] + d
+    _op_factor(dense, geo, fac, dn, d, dvec, has_rc)
+
+
+@njit(cache=True)
+def _op_solve(dense, geo, fac, ws, dn, b, out):
+    if dense:
+        dense_solve(dn, b, out)
+    else:
+        mf_solve(geo, fac, ws, b, out)
+
+
+@njit(cache=True)
+def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp,
+                lam, sigma, hist):
+    """The ADMM iterations of the module docstring on one operator, entirely compiled.
+
+    dense: 1 drives the explicit operator dn = (G, C, d, t), 0 the matrix-free one (geo, fac,
+    ws) (`delassus_kernels`); the other operator's tuples are placeholders. ip = (max_iter,
+    ncp, osqp rule, record); fp = (τ, μ_prox, ε_abs, ε_rel, primal/dual ratio, ρ₀, spectral
+    step, L = λ_max(G), ρ_min). x0: warm start, kept if its NCP residual beats λ = 0. Writes λ
+    (= y) and σ (= z); hist (max_iter, 4) gets (r_p, r_d, r_c, ρ) per iteration if recording.
+    Returns (iterations, converged, r_p, r_d, r_c, ρ, ρ updates, warm started)."""
+    max_iter, ncp, osqp, record = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0
+    tau, mu_prox, eps_abs, eps_rel, ratio, rho, step, L, rho_min = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], \
+        fp[6], fp[7], fp[8]
+    m = g.shape[0]
+    x = np.zeros(m)
+    z = g.copy()
+    s = np.zeros(m)
+    warm = False
+    if use_x0:
+        xw = np.empty(m)
+        project_kernel(kind, start, size, param, x0, xw)
+        zw = np.empty(m)
+        if dense:
+            G = dn[0]
+            for r in range(m):
+                acc = 0.0
+                for c in range(m):
+                    acc += G[r, c] * xw[c]
+                zw[r] = acc
+        else:
+            mf_matvec(geo, ws, xw, zw)
+        for r in range(m):
+            zw[r] += g[r] + (Rc[r] * xw[r] if has_rc else 0.0)
+        r_warm, r_cold = warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, ncp)
+        if r_warm < r_cold:
+            x, z, warm = xw, zw, True
+    y = x.copy()
+    if ncp:
+        desaxce_kernel(kind, start, param, z, s)
+        z += s
+        desaxce_kernel(kind, start, param, z, s)          # step 1 for the first iteration
+    trho = tau * rho
+    dvec = np.empty(m)
+    _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
+    rhs = np.empty(m)
+    for r in range(m):
+        rhs[r] = -(g[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
+    x_prev = x.copy()
+    xn = np.empty(m)
+    converged = False
+    n_updates = 0
+    rp = rd = rc = np.inf
+    it = 0
+    for it in range(1, max_iter + 1):
+        _op_solve(dense, geo, fac, ws, dn, rhs, xn)
+        rp, rd, rc, xnorm, znorm = admm_update_kernel(kind, start, size, param, g, xn, x_prev, y, z, trho, mu_prox,
+                                                      ncp, rhs, s)
+        if record:
+            hist[it - 1, 0], hist[it - 1, 1], hist[it - 1, 2], hist[it - 1, 3] = rp, rd, rc, rho
+        tol_p = eps_abs + eps_rel * max(xnorm, 1e-300)
+        tol_d = eps_abs + eps_rel * max(znorm, 1e-300)
+        tol_c = eps_abs + eps_rel * max(xnorm * znorm, 1e-300)
+        if rp <= tol_p and rd <= tol_d and rc <= tol_c:
+            converged = True
+            break
+        x_prev[:] = xn
+        # ρ update when the residuals are unbalanced (spectral: ρ (L/m)^±factor; osqp: √(r_p/r_d))
+        new_rho = rho
+        if rp > ratio * rd or rd > ratio * rp:
+            if osqp:
+                new_rho = rho * np.sqrt(rp / max(rd, 1e-300))
+            else:
+                new_rho = rho * step if rp > rd else rho / step
+            new_rho = min(max(new_rho, rho_min), L)     # keep τρ within the spectrum's range
+        if new_rho != rho:
+            rho = new_rho
+            new_trho = tau * rho
+            for r in range(m):
+                rhs[r] += (new_trho - trho) * y[r]      # rhs depends on τρ through τρ y
+            trho = new_trho
+            _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
+            n_updates += 1
+    lam[:] = y
+    sigma[:] = z
+    return it, converged, rp, rd, rc, rho, n_updates, warm
+
+
 def lanczos_max_eigenvalue(matvec, m, iters=20):
     """Largest eigenvalue of the PSD operator `matvec` (m × m) by `iters` Lanczos steps with full
     reorthogonalisation from a fixed start vector (deterministic). The largest Ritz value is a
@@ -143,6 +269,49 @@ def lanczos_max_eigenvalue(matvec, m, iters=20):
     n = j + 1
     T = np.diag(alpha[:n]) + np.diag(beta[:n - 1], 1) + np.diag(beta[:n - 1], -1)
     return float(np.linalg.eigvalsh(T)[-1])
+
+
+_EMPTY = np.zeros(0)
+_PLACEHOLDER = {}
+
+
+def _placeholders():
+    """Operator tuples of the right types for the side of `admm_kernel` that is not used
+    (one compiled specialisation serves both operators)."""
+    if not _PLACEHOLDER:
+        import models
+        from .constraints import ContactSet
+        from .delassus import MatrixFreeDelassus
+        b = models.ModelBuilder()
+        b.add_body("b", -1, models.FREE, mass=1.0, inertia=np.eye(3))
+        mdl = b.build()
+        op = MatrixFreeDelassus(mdl, mdl.neutral(), [ContactSet(np.array([0]), np.array([-1]), np.zeros((1, 3)),
+                                                                  np.eye(3)[None], np.ones(1))])
+        _PLACEHOLDER["mf"] = op.kernel_state()
+        _PLACEHOLDER["dn"] = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+    return _PLACEHOLDER["mf"], _PLACEHOLDER["dn"]
+
+
+class _ExplicitOperator:
+    """G of an operator that only offers ``matvec`` (m products), for `admm_kernel`'s dense side."""
+
+    def __init__(self, op, m):
+        G = np.column_stack([np.asarray(op.matvec(e), float) for e in np.eye(m)]) if m else np.zeros((0, 0))
+        self.G = np.ascontiguousarray(0.5 * (G + G.T))
+
+    def kernel_state(self):
+        m = self.G.shape[0]
+        return (self.G, np.empty((m, m)), np.empty(m), np.empty(m))
+
+
+def _kernel_operator(op, m):
+    """(dense, geo, fac, ws, dn) for `admm_kernel`: the matrix-free operator's own tuples, the
+    explicit operator's (G, C, d, t), or for any other operator G built from its matvec."""
+    mf_ph, dn_ph = _placeholders()
+    state = op.kernel_state() if hasattr(op, "kernel_state") else _ExplicitOperator(op, m).kernel_state()
+    if len(state) == 3:
+        return 0, state[0], state[1], state[2], dn_ph
+    return 1, mf_ph[0], mf_ph[1], mf_ph[2], state
 
 
 class ADMMSolver:
@@ -190,69 +359,23 @@ class ADMMSolver:
         rho = np.sqrt(L * mm) * cond ** self.rho_power
         step = cond ** st.rho_power_factor
 
-        # start point: the warm start if its NCP residual beats λ = 0 (one matvec, reused for z)
-        warm = False
-        x = np.zeros(m)
-        s_vec = np.zeros(m)
-        z = g.copy()
-        if st.warm_start and x0 is not None and np.any(x0):
-            xw = cones.project(np.asarray(x0, float))
-            zw = op.matvec(xw) + g
-            if Rc is not None:
-                zw += Rc * xw
-            r_warm, r_cold = warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, st.ncp)
-            if r_warm < r_cold:
-                x, z, warm = xw, zw, True
-        y = x.copy()
-        if st.ncp:
-            desaxce_kernel(kind, start, param, z, s_vec)
-            z += s_vec
-            desaxce_kernel(kind, start, param, z, s_vec)          # step 1 for the first iteration
-        trho = st.tau * rho
-
-        def damping(trho):
-            return st.mu_prox + trho if Rc is None else Rc + (st.mu_prox + trho)
-
-        op.update_damping(damping(trho))
-        rhs = -(g + s_vec) + trho * y + st.mu_prox * x + z
-        x_prev = x.copy()
-        s_work = np.empty(m)
-        history = []
-        converged = False
-        n_updates = 0
-        rp = rd = rc = np.inf
-        it = 0
-        for it in range(1, st.max_iter + 1):
-            x = op.solve(rhs)
-            rp, rd, rc, xn, zn = admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho,
-                                                    st.mu_prox, st.ncp, rhs, s_work)
-            if record:
-                history.append((rp, rd, rc, rho))
-            tol_p = st.eps_abs + st.eps_rel * max(xn, 1e-300)
-            tol_d = st.eps_abs + st.eps_rel * max(zn, 1e-300)
-            tol_c = st.eps_abs + st.eps_rel * max(xn * zn, 1e-300)
-            if rp <= tol_p and rd <= tol_d and rc <= tol_c:
-                converged = True
-                break
-            x_prev[:] = x
-            # spectral ρ update when the residuals are unbalanced
-            new_rho = rho
-            if rp > st.ratio_primal_dual * rd or rd > st.ratio_primal_dual * rp:
-                if st.update_rule == "spectral":
-                    new_rho = rho * step if rp > rd else rho / step
-                else:
-                    new_rho = rho * np.sqrt(rp / max(rd, 1e-300))
-                new_rho = min(max(new_rho, mm), L)     # keep τρ within the spectrum's range
-            if new_rho != rho:
-                rho = new_rho
-                new_trho = st.tau * rho
-                rhs += (new_trho - trho) * y      # rhs depends on τρ through τρ y
-                trho = new_trho
-                op.update_damping(damping(trho))
-                n_updates += 1
+        dense, geo, fac, ws, dn = _kernel_operator(op, m)
+        use_x0 = bool(st.warm_start and x0 is not None and np.any(x0))
+        x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
+        if use_x0 and x0.shape != (m,):
+            raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
+        ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record], np.int64)
+        fp = np.array([st.tau, st.mu_prox, st.eps_abs, st.eps_rel, st.ratio_primal_dual, rho, step, L, mm])
+        lam, sigma = np.empty(m), np.empty(m)
+        hist = np.empty((st.max_iter if record else 0, 4))
+        it, converged, rp, rd, rc, rho, n_updates, warm = admm_kernel(
+            dense, geo, fac, ws, dn, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
+            x0, use_x0, ip, fp, lam, sigma, hist)
+        if not dense:
+            op._factored = True
         if st.keep_rho_power:
             self.rho_power = float(np.log(rho / np.sqrt(L * mm)) / np.log(cond))
-        lam = y.copy()
-        return ADMMResult(lam=lam, sigma=z.copy(), iterations=it, converged=converged, primal_residual=rp,
-                          dual_residual=rd, complementarity=rc, rho=rho, rho_updates=n_updates,
-                          max_eigenvalue=L, warm_started=warm, time=time.perf_counter() - t0, history=history)
+        history = [tuple(h) for h in hist[:it]] if record else []
+        return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=bool(converged), primal_residual=rp,
+                          dual_residual=rd, complementarity=rc, rho=rho, rho_updates=int(n_updates),
+                          max_eigenvalue=L, warm_started=bool(warm), time=time.perf_counter() - t0, history=history)

@@ -50,6 +50,19 @@ class ConeSet:
         cs.m = 3 * k
         return cs
 
+    @classmethod
+    def with_contacts(cls, mu, tail):
+        """Contact cones with friction mu (k,) (trusted: ≥ 0) followed by the blocks of `tail`."""
+        k = mu.shape[0]
+        tk, ts, tz, tp = tail.arrays()
+        nb = k + tk.shape[0]
+        cs = cls()
+        cs._frozen = (np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(nb))
+        with_contacts_kernel(mu, tk, ts, tz, tp, *cs._frozen)
+        cs._kind, cs._start, cs._size, cs._param = None, None, None, None
+        cs.m = 3 * k + tail.m
+        return cs
+
     def _lists(self):
         if self._kind is None:
             kind, start, size, param = self._frozen
@@ -91,6 +104,16 @@ class ConeSet:
         out = np.empty(self.m)
         project_kernel(*self.arrays(), np.asarray(x, float), out)
         return out
+
+
+@njit(cache=True)
+def with_contacts_kernel(mu, tk, ts, tz, tp, kind, start, size, param):
+    """Blocks of k contact cones followed by a tail's blocks (`ConeSet.with_contacts`)."""
+    k = mu.shape[0]
+    for i in range(k):
+        kind[i], start[i], size[i], param[i] = CONE, 3 * i, 3, mu[i]
+    for b in range(tk.shape[0]):
+        kind[k + b], start[k + b], size[k + b], param[k + b] = tk[b], ts[b] + 3 * k, tz[b], tp[b]
 
 
 @njit(cache=True, inline="always")

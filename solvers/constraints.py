@@ -288,23 +288,53 @@ class ConstraintSet:
             raise KeyError(f"body indices must be in [-1, {model.nbodies})")
         return b
 
+    @classmethod
+    def with_contacts(cls, tail, body1, body2, position, frame, friction):
+        """k contacts (body indices (k,), points (k, 3), frames (k, 3, 3), friction (k,), as a
+        collision detector gives them, trusted) followed by the blocks of `tail`, a
+        ConstraintSet without contacts; the same arrays as ``ConstraintSet(model,
+        [ContactSet(...), *tail.constraints])``, built by one kernel (the simulator's per-step
+        path)."""
+        k = body1.shape[0]
+        if tail.ncontacts:
+            raise ValueError("with_contacts: the tail must not hold contacts")
+        self = cls.__new__(cls)
+        self.model = tail.model
+        self.constraints = [ContactSet.__new__(ContactSet)] + tail.constraints
+        c0 = self.constraints[0]
+        c0.body1, c0.body2, c0.position, c0.frame = body1, body2, position, frame
+        c0.friction, c0.nrows = friction, 3 * k
+        nb, m = k + tail.cb_kind.shape[0], 3 * k + tail.m
+        self.m = m
+        self.cb_kind, self.cb_row, self.cb_nrows = np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(nb, np.int64)
+        self.cb_body, self.cb_f = np.empty((nb, 2), np.int64), np.empty((nb, 24))
+        self.dof, self.sg, self.joint_friction_max = np.empty(m, np.int64), np.empty(m), np.empty(m)
+        self.row_block, self.row_kind = np.empty(m, np.int64), np.empty(m, np.int64)
+        self.mu, self.contact_row = np.asarray(friction, float), 3 * np.arange(k, dtype=np.int64)
+        with_contacts_kernel(body1, body2, position, frame, tail.cb_kind, tail.cb_row, tail.cb_nrows, tail.cb_body,
+                             tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, self.cb_kind, self.cb_row,
+                             self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg, self.joint_friction_max,
+                             self.row_block, self.row_kind)
+        self._graph_key = None
+        # (gen, crow, cbody, cf) of `contact_arrays`: the contacts are the first k blocks
+        gen = tail.contact_arrays()[0] + 3 * k
+        self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
+        return self
+
     @property
     def ncontacts(self):
         return int(self.mu.shape[0])
 
     def coupling_pairs(self):
         """Unique unordered pairs (a, b), a < b, of distinct moving bodies coupled by a constraint
-        (the edges that LCABA adds to the spanning tree); (k, 2) int64."""
-        b = self.cb_body
-        if b.shape[0] == 0:
-            return np.zeros((0, 2), np.int64)
-        ok = (b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1])
-        if not ok.any():
-            return np.zeros((0, 2), np.int64)
-        n = self.model.nbodies
-        a, c = b[ok, 0], b[ok, 1]
-        key = np.unique(np.minimum(a, c) * n + np.maximum(a, c))
-        return np.stack([key // n, key % n], axis=1)
+        (the edges that LCABA adds to the spanning tree); (k, 2) int64. Also sets `cb_slot`,
+        each block's index into these pairs (-1: no coupling)."""
+        if getattr(self, "_pairs", None) is None:
+            self.cb_slot = np.empty(self.cb_kind.shape[0], np.int64)
+            keys = coupling_kernel(self.cb_body, self.model.nbodies, self.cb_slot)
+            n = self.model.nbodies
+            self._pairs = np.stack([keys // n, keys % n], axis=1) if keys.size else np.zeros((0, 2), np.int64)
+        return self._pairs
 
     def contact_arrays(self):
         """(gen, crow, cbody, cf) for the kernels: rows that are not contact rows, and per contact
@@ -441,3 +471,58 @@ def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB
                 else:
                     kA[row, :] = 0.0
                 kB[row, :] = 0.0
+
+
+@njit(cache=True)
+def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf,
+                         cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind):
+    """Flat arrays of k contacts followed by a contact-free tail set (`ConstraintSet.with_contacts`)."""
+    k = b1.shape[0]
+    for i in range(k):
+        cb_kind[i], cb_row[i], cb_nrows[i] = CONTACT, 3 * i, 3
+        cb_body[i, 0], cb_body[i, 1] = b1[i], b2[i]
+        for a in range(3):
+            cb_f[i, a] = pos[i, a]
+            for b in range(3):
+                cb_f[i, 3 + 3 * a + b] = frame[i, a, b]
+        for a in range(12, 24):
+            cb_f[i, a] = 0.0
+        for r in range(3 * i, 3 * i + 3):
+            dof[r], sg[r], jf[r], row_block[r], row_kind[r] = -1, 0.0, np.nan, i, CONTACT
+    m0 = 3 * k
+    for c in range(t_kind.shape[0]):
+        i = k + c
+        cb_kind[i], cb_row[i], cb_nrows[i] = t_kind[c], t_row[c] + m0, t_nrows[c]
+        cb_body[i, 0], cb_body[i, 1] = t_body[c, 0], t_body[c, 1]
+        cb_f[i, :] = t_f[c, :]
+        for r in range(t_row[c], t_row[c] + t_nrows[c]):
+            dof[m0 + r], sg[m0 + r], jf[m0 + r] = t_dof[r], t_sg[r], t_jf[r]
+            row_block[m0 + r], row_kind[m0 + r] = i, t_kind[c]
+
+
+@njit(cache=True)
+def coupling_kernel(cb_body, n, cb_slot):
+    """Sorted unique keys a·n + b (a < b) of the moving-body pairs coupled by a block, and each
+    block's index among them in cb_slot (-1: world, one body, or the same body twice)."""
+    nb = cb_body.shape[0]
+    keys = np.empty(nb, np.int64)
+    cnt = 0
+    for c in range(nb):
+        a, b = cb_body[c, 0], cb_body[c, 1]
+        if a >= 0 and b >= 0 and a != b:
+            keys[cnt] = min(a, b) * n + max(a, b)
+            cnt += 1
+    srt = np.sort(keys[:cnt])
+    u = 0
+    for i in range(cnt):
+        if i == 0 or srt[i] != srt[i - 1]:
+            srt[u] = srt[i]
+            u += 1
+    uniq = srt[:u].copy()
+    for c in range(nb):
+        a, b = cb_body[c, 0], cb_body[c, 1]
+        if a >= 0 and b >= 0 and a != b:
+            cb_slot[c] = np.searchsorted(uniq, min(a, b) * n + max(a, b))
+        else:
+            cb_slot[c] = -1
+    return uniq

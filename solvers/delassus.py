@@ -42,12 +42,32 @@ from models.dynamics import aba_factor_kernel, crba_kernel
 from models.kinematics import kinematics_kernel
 
 from .constraints import as_constraint_set, rows_kernel
-from .delassus_kernels import (assemble_kernel, dense_jacobian_kernel, j_apply_kernel, jt_apply_kernel,
-                               jt_minv_kernel, lanczos_kernel, lcaba_factor_kernel, lcaba_solve_kernel,
-                               matvec_kernel)
+from .delassus_kernels import (dense_factor, dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel,
+                               jt_minv_kernel, lanczos_kernel, mf_factor, mf_matvec, mf_solve)
 from .elimination import cached_elimination
 
 _FREE = models.FREE
+
+
+def _free_roots(model, dof):
+    """(n,) int64: 1 for free-flyer roots with no joint rows or armature on their dofs (LCABA
+    eliminates them in link coordinates); depends on the model and the joint rows only."""
+    key = dof[dof >= 0].tobytes()
+    cache = model.__dict__.setdefault("_free_roots_cache", {})
+    use_a = cache.get(key)
+    if use_a is None:
+        use_a = (model.jtype == _FREE) & (model.parent < 0)
+        if np.any(use_a):
+            has_rows = np.zeros(model.nv, bool)
+            has_rows[dof[dof >= 0]] = True
+            has_rows |= model.armature != 0
+            for i in np.flatnonzero(use_a):
+                if has_rows[model.idx_v[i]:model.idx_v[i] + 6].any():
+                    use_a[i] = False
+        use_a = cache[key] = use_a.astype(np.int64)
+        if len(cache) > 64:
+            cache.pop(next(iter(cache)))
+    return use_a
 
 
 class _Rows:
@@ -138,18 +158,22 @@ class MatrixFreeDelassus(_Rows):
         super().__init__(model, q, constraints, data, matrix_free=True)
         self._ws = None
         self._st = None
-        self._unit = None
-        self._Rv = None
+        self._fac = None
         self._factored = False
         if damping is not None:
             self.update_damping(damping)
 
     def _work(self):
-        """Workspaces of the sweeps (allocated on first use)."""
+        """Workspaces of the sweeps (fext, tau, qdd, acc, pA, g, w, y; allocated on first use)."""
         if self._ws is None:
             n, nv = self.model.nbodies, self.model.nv
-            self._ws = (np.empty((n, 6)), np.empty(nv), np.empty(nv), np.empty((n, 6)), np.empty((n, 6)))
+            self._ws = (np.empty((n, 6)), np.empty(nv), np.empty(nv), np.empty((n, 6)), np.empty((n, 6)),
+                        np.empty((n, 6)), np.empty((n, 6)), np.empty(self.m))
         return self._ws[:5]
+
+    def _geo(self):
+        d, m = self.data, self.model
+        return (m.jint, d.S, d.H, d.U, d.Dinv, m.armature, self.rows)
 
     # ------------------------------------------------------------------ Λ⁻¹
     def matvec(self, x, out=None):
@@ -158,8 +182,8 @@ class MatrixFreeDelassus(_Rows):
         out = np.empty(self.m) if out is None else out
         self._need_aba()
         d = self.data
-        fext, tau, qdd, acc, pA = self._work()
-        matvec_kernel(self.model.jint, d.S, d.U, d.Dinv, self.rows, x, out, fext, tau, qdd, acc, pA)
+        self._work()
+        mf_matvec(self._geo(), self._ws, x, out)
         return out
 
     def J_apply(self, v, out=None):
@@ -205,36 +229,35 @@ class MatrixFreeDelassus(_Rows):
     def _structure(self):
         """Per-constraint-graph data, cached on the ConstraintSet: elimination order, slot of
         each constraint block's coupling, free roots eliminated in link coordinates; then the
-        per-q factor storage."""
+        per-q factor storage `fac` (see `delassus_kernels`)."""
         model, cs = self.model, self.cs
         st = getattr(cs, "_lcaba", None)
         if st is None:
             pairs = cs.coupling_pairs()
             el = cached_elimination(model, cs.graph_key()[1], pairs)
-            n = model.nbodies
-            cb_slot = np.full(len(cs.cb_kind), -1, np.int64)
-            if pairs.shape[0]:
-                a, b = cs.cb_body[:, 0], cs.cb_body[:, 1]
-                two = (a >= 0) & (b >= 0) & (a != b)
-                key = np.minimum(a, b) * n + np.maximum(a, b)
-                cb_slot[two] = np.searchsorted(pairs[:, 0] * n + pairs[:, 1], key[two])
-            use_a = (model.jtype == _FREE) & (model.parent < 0)
-            if np.any(use_a):
-                has_rows = np.zeros(model.nv, bool)
-                has_rows[cs.dof[cs.dof >= 0]] = True
-                has_rows |= model.armature != 0
-                for i in np.flatnonzero(use_a):
-                    if has_rows[model.idx_v[i]:model.idx_v[i] + 6].any():
-                        use_a[i] = False
-            st = cs._lcaba = (el, cb_slot, use_a.astype(np.int64))
-        el = st[0]
+            cb_slot = cs.cb_slot
+            use_a = _free_roots(model, cs.dof)
+            st = cs._lcaba = (el, cb_slot, use_a)
+        el, cb_slot, use_a = st
         n = model.nbodies
         self._st = st
-        self._Hd = np.empty((n, 6, 6))
-        self._Ho = np.empty((el.nslots, 6, 6))
-        self._Dj = np.empty(model.nv)
-        self._L = np.empty((n, 6, 6))
-        self._Y = np.empty((el.nb_node.shape[0], 6, 6))
+        csk = (cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, cb_slot, self.la, self.lb, self.kA, self.kB,
+               self.dof)
+        elk = (use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr, el.pair_slot,
+               el.pair_tr)
+        # Pd, Po, Pj: unit-damping sums (scalar damping); Hd, Ho, Dj: damped inertias; L, Y factors
+        self._fac = (csk, elk, np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv),
+                     np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv), np.empty((n, 6, 6)),
+                     np.empty((el.nb_node.shape[0], 6, 6)), np.empty(self.m), np.zeros(1, np.int64))
+        self._work()
+
+    def kernel_state(self):
+        """(geo, fac, ws) tuples for the compiled drivers (`solvers.admm.admm_kernel`); the
+        factor storage exists but holds a factorisation only after `update_damping`."""
+        self._need_aba()
+        if self._st is None:
+            self._structure()
+        return self._geo(), self._fac, self._ws
 
     def update_damping(self, d):
         """Set R⁻¹ = diag(d) (scalar or (m,)) and refactor M_R = M + Jᵀ R J (Alg. 4 backward
@@ -243,29 +266,16 @@ class MatrixFreeDelassus(_Rows):
         rho_d, dv = self._damping(d)
         if self._st is None:
             self._structure()
-        model, data = self.model, self.data
-        el, cb_slot, use_a = self._st
-        cs = self.cs
         if dv is None:
-            rho = 1.0 / rho_d
-            if self._unit is None:
-                self._unit = (np.empty((model.nbodies, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv))
-                mode = 1
-            else:
-                mode = 0
-            self._Rv = np.full(self.m, rho)
+            mf_factor(self._geo(), self._fac, rho_d, self._fac[10], False)
         else:
-            rho, mode = 0.0, 2
-            self._Rv = 1.0 / dv
-        Pd, Po, Pj = self._unit if self._unit is not None else (self._Hd, self._Ho, self._Dj)
-        assemble_kernel(mode, rho, self._Rv, data.H, model.armature, cs.cb_kind, cs.cb_row, cs.cb_nrows,
-                        cs.cb_body, cs.cb_f, cb_slot, self.la, self.lb, self.kA, self.kB, self.dof,
-                        Pd, Po, Pj, self._Hd, self._Ho, self._Dj)
-        lcaba_factor_kernel(model.jint, data.S, use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot,
-                            el.nb_tr, el.pair_ptr, el.pair_slot, el.pair_tr, self._Hd, self._Ho, self._Dj,
-                            self._L, self._Y)
+            mf_factor(self._geo(), self._fac, 0.0, dv, True)
         self._factored = True
         return self
+
+    @property
+    def _Rv(self):
+        return self._fac[10]
 
     def solve(self, b, out=None, refine=0):
         """Λ_R b = (G + diag(d))⁻¹ b via Eq. (9) and the stored LCABA factors, O(n + m + fill).
@@ -280,25 +290,14 @@ class MatrixFreeDelassus(_Rows):
             raise RuntimeError("call update_damping(d) before solve()")
         b = self._vec(b, self.m, "b")
         out = np.empty(self.m) if out is None else out
-        self._solve(b, out)
+        mf_solve(self._geo(), self._fac, self._ws, b, out)
         if refine:
             dinv = 1.0 / self._Rv
             corr = np.empty(self.m)
             for _ in range(int(refine)):
                 r = b - self.matvec(out) - dinv * out
-                out += self._solve(r, corr)
-        return out
-
-    def _solve(self, b, out):
-        el, cb_slot, use_a = self._st
-        d = self.data
-        if self._ws is None or len(self._ws) < 8:
-            n = self.model.nbodies
-            base = self._work()
-            self._ws = base + (np.empty((n, 6)), np.empty((n, 6)), np.empty(self.m))
-        fext, tau, qdd, acc, pA, g, w, y = self._ws
-        lcaba_solve_kernel(self.model.jint, d.S, use_a, el.order, el.par, el.nb_ptr, el.nb_node,
-                           self._L, self._Y, self.rows, self._Rv, b, out, g, tau, w, acc, qdd, y)
+                mf_solve(self._geo(), self._fac, self._ws, r, corr)
+                out += corr
         return out
 
     def nbytes(self):
@@ -313,10 +312,10 @@ class MatrixFreeDelassus(_Rows):
         total = sum(a.nbytes for a in arrs)
         if self._st is not None:
             el, cb_slot, use_a = self._st
-            total += sum(a.nbytes for a in (self._Hd, self._Ho, self._Dj, self._L, self._Y, self._Rv, cb_slot, use_a))
-            total += el.nbytes()
-            if self._unit is not None:
-                total += sum(a.nbytes for a in self._unit)
+            total += sum(a.nbytes for a in self._fac[5:])      # Hd … flag
+            total += cb_slot.nbytes + use_a.nbytes + el.nbytes()
+            if self._fac[11][0]:
+                total += sum(a.nbytes for a in self._fac[2:5])  # unit sums
         return total
 
     @property
@@ -342,7 +341,7 @@ class DenseDelassus(_Rows):
         self._Mc = sla.cho_factor(self.M, lower=True, check_finite=False)
         X = sla.solve_triangular(self._Mc[0], self.J.T, lower=True, check_finite=False)
         self.G = X.T @ X
-        self._Gc = None
+        self._dn = None
         self.d = None
         if damping is not None:
             self.update_damping(damping)
@@ -357,23 +356,33 @@ class DenseDelassus(_Rows):
     def update_damping(self, d):
         """Cholesky of G + diag(d) (O(m³))."""
         rho_d, dv = self._damping(d)
-        self.d = np.full(self.m, rho_d) if dv is None else dv
-        A = self.G.copy()
-        A[np.diag_indices_from(A)] += self.d
-        self._Gc = sla.cho_factor(A, lower=True, check_finite=False)
+        if self._dn is None:
+            self._dn = (self.G, np.empty((self.m, self.m)), np.empty(self.m), np.empty(self.m))
+        if dv is None:
+            dense_factor(self._dn, rho_d, self._dn[2], False)
+        else:
+            dense_factor(self._dn, 0.0, dv, True)
+        self.d = self._dn[2]
         return self
+
+    def kernel_state(self):
+        """The tuple (G, C, d, t) for the compiled drivers (`solvers.admm.admm_kernel`)."""
+        if self._dn is None:
+            self._dn = (self.G, np.empty((self.m, self.m)), np.empty(self.m), np.empty(self.m))
+        return self._dn
 
     def solve(self, b, out=None, refine=0):
         """(G + diag(d))⁻¹ b by the stored Cholesky factor; refine=k iterative-refinement steps."""
-        if self._Gc is None:
+        if self.d is None:
             raise RuntimeError("call update_damping(d) before solve()")
         b = self._vec(b, self.m, "b")
-        x = sla.cho_solve(self._Gc, b, check_finite=False)
-        for _ in range(int(refine)):
-            x = x + sla.cho_solve(self._Gc, b - self.G @ x - self.d * x, check_finite=False)
-        if out is not None:
-            out[:] = x
-            return out
+        x = np.empty(self.m) if out is None else out
+        dense_solve(self._dn, b, x)
+        if refine:
+            corr = np.empty(self.m)
+            for _ in range(int(refine)):
+                dense_solve(self._dn, b - self.G @ x - self.d * x, corr)
+                x += corr
         return x
 
     def max_eigenvalue(self):
@@ -390,6 +399,6 @@ class DenseDelassus(_Rows):
 
     def nbytes(self):
         arrs = [self.la, self.lb, self.kA, self.kB, self.J, self.M, self._Mc[0], self.G]
-        if self._Gc is not None:
-            arrs += [self._Gc[0], self.d]
+        if self._dn is not None:
+            arrs += list(self._dn[1:])
         return sum(a.nbytes for a in arrs)

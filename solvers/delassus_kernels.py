@@ -5,42 +5,20 @@ vectors kA[r], kB[r] (K of Eq. 5c), joint rows on dof[r] with sign sg[r] (𝒦 o
 Kinematic quantities come from `models.Data`: S (6, nv) world motion subspaces, H (n, 6, 6)
 body inertias, and the bias-free articulated factors U = Iᴬ S, D⁻¹ of plain ABA.
 """
-import glob
-import os
-
 import numpy as np
 from numba import njit
 
 import models.dynamics
+import models.joints
 import models.kinematics
+import models.spatial
 from models.dynamics import minv_kernel
+from models.jitcache import drop_stale_cache
 from models.kinematics import velocity_kernel
 
-
-def _drop_stale_cache():
-    """Numba's on-disk cache of a function is keyed on its own file only, but several kernels
-    here compile in `models` kernels (minv_kernel, velocity_kernel and their helpers). When
-    those files change, drop this module's cache files so they are recompiled."""
-    try:
-        import models.joints
-        import models.spatial
-        deps = [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
-                models.joints.__file__]
-        stamp = ";".join(f"{os.path.getmtime(p)}:{os.path.getsize(p)}" for p in deps)
-        cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-        mark = os.path.join(cache, "delassus_kernels.deps")
-        old = open(mark).read() if os.path.exists(mark) else None
-        if old != stamp:
-            for f in glob.glob(os.path.join(cache, "delassus_kernels.*.nb[ic]")):
-                os.remove(f)
-            os.makedirs(cache, exist_ok=True)
-            with open(mark, "w") as fh:
-                fh.write(stamp)
-    except OSError:
-        pass
-
-
-_drop_stale_cache()
+# several kernels here compile in `models` kernels (minv_kernel, velocity_kernel and helpers)
+drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
+                            models.joints.__file__])
 
 
 # --------------------------------------------------------------------------- Alg. 1 / 3
@@ -683,3 +661,87 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
     gather_kernel(rows, acc, qdd, y)
     for r in range(m):
         lam[r] = Rv[r] * (b[r] - y[r])
+
+
+# --------------------------------------------------------------------------- operator entry points
+# The operators keep their state in three tuples so that one compiled function (here, and the
+# ADMM loop in `solvers.admm`) can drive them without Python in between:
+#   geo = (jint, S, H, U, Dinv, armature, rows)            kinematics and rows at q
+#   fac = (cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag)  LCABA factors of Λ_R (per damping)
+#         cs = (cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof)
+#         el = (use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr)
+#         flag (1,) int64: 1 once the unit-damping sums Pd, Po, Pj hold Σ KᵀK at this q
+#   ws  = (fext, tau, qdd, acc, pA, g, w, y)                sweep workspaces
+#   dense: dn = (G, C, d, t)   G (m, m), C its damped Cholesky factor (lower), d (m,), t (m,)
+
+@njit(cache=True)
+def mf_factor(geo, fac, dscal, dvec, vec):
+    """R⁻¹ = diag(d) (d = dvec if vec else the scalar dscal) and M_R = M + Jᵀ R J factored
+    (paper 000 Alg. 4 lines 1–32). A scalar d after the first reuses Σ KᵀK (mode 0)."""
+    jint, S, H, U, Dinv, armature, rows = geo
+    cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag = fac
+    cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof = cs
+    use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr = el
+    if vec:
+        for r in range(Rv.shape[0]):
+            Rv[r] = 1.0 / dvec[r]
+        mode, rho = 2, 0.0
+    else:
+        rho = 1.0 / dscal
+        Rv[:] = rho
+        mode = 1 if flag[0] == 0 else 0
+        flag[0] = 1
+    assemble_kernel(mode, rho, Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot,
+                    la, lb, kA, kB, dof, Pd, Po, Pj, Hd, Ho, Dj)
+    lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot,
+                        pair_tr, Hd, Ho, Dj, L, Y)
+
+
+@njit(cache=True)
+def mf_solve(geo, fac, ws, b, out):
+    """out = Λ_R b = (G + diag d)⁻¹ b on the stored factors (paper 000 Eq. 9, Alg. 4 sweeps)."""
+    jint, S, H, U, Dinv, armature, rows = geo
+    cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag = fac
+    use_a, order, par, nb_ptr, nb_node = el[0], el[1], el[2], el[3], el[4]
+    fext, tau, qdd, acc, pA, g, w, y = ws
+    lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y, rows, Rv, b, out, g, tau, w, acc,
+                       qdd, y)
+
+
+@njit(cache=True)
+def mf_matvec(geo, ws, x, out):
+    """out = Λ⁻¹ x = J M⁻¹ Jᵀ x (paper 000 Alg. 1–3, `matvec_kernel`)."""
+    jint, S, H, U, Dinv, armature, rows = geo
+    fext, tau, qdd, acc, pA, g, w, y = ws
+    matvec_kernel(jint, S, U, Dinv, rows, x, out, fext, tau, qdd, acc, pA)
+
+
+@njit(cache=True)
+def dense_factor(dn, dscal, dvec, vec):
+    """C = chol(G + diag d) (lower), the explicit baseline's damped factorisation (O(m³))."""
+    G, C, d, t = dn
+    m = G.shape[0]
+    for r in range(m):
+        d[r] = dvec[r] if vec else dscal
+    for i in range(m):
+        for j in range(m):
+            C[i, j] = G[i, j]
+        C[i, i] += d[i]
+    C[:, :] = np.linalg.cholesky(C)
+
+
+@njit(cache=True)
+def dense_solve(dn, b, out):
+    """out = (G + diag d)⁻¹ b by the two triangular solves with C."""
+    G, C, d, t = dn
+    m = G.shape[0]
+    for i in range(m):
+        s = b[i]
+        for k in range(i):
+            s -= C[i, k] * t[k]
+        t[i] = s / C[i, i]
+    for i in range(m - 1, -1, -1):
+        s = t[i]
+        for k in range(i + 1, m):
+            s -= C[k, i] * out[k]
+        out[i] = s / C[i, i]

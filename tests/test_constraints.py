@@ -58,6 +58,21 @@ def test_contact_set_equals_contacts_and_layout():
     D1, D2 = DenseDelassus(model, q, c1), DenseDelassus(model, q, c2)
     np.testing.assert_array_equal(D1.J, D2.J)
     np.testing.assert_allclose(D1.J, oracle_J(model, q, single + extra), atol=1e-13)
+    # the simulator's per-step builder: contacts in front of a prebuilt contact-free tail (with a
+    # loop closure between two moving links, so the coupling pairs and slots are exercised)
+    loop = simstep.LoopClosure(2, (np.zeros(3), np.eye(3)), 5, (np.ones(3), np.eye(3)))
+    tail = ConstraintSet(model, [loop] + extra)
+    c3 = ConstraintSet.with_contacts(tail, b1, b2, P, R, 0.3 + np.arange(k))
+    c4 = ConstraintSet(model, [batch, loop] + extra)
+    for name in ("cb_kind", "cb_row", "cb_nrows", "cb_body", "cb_f", "dof", "sg", "mu", "contact_row",
+                 "joint_friction_max", "row_block", "row_kind"):
+        np.testing.assert_array_equal(getattr(c3, name), getattr(c4, name), err_msg=name)
+    assert c3.m == c4.m
+    np.testing.assert_array_equal(c3.coupling_pairs(), c4.coupling_pairs())
+    np.testing.assert_array_equal(c3.cb_slot, c4.cb_slot)
+    pairs = {(min(a, b), max(a, b)) for a, b in c4.cb_body if a >= 0 and b >= 0 and a != b}
+    assert [tuple(p) for p in c4.coupling_pairs()] == sorted(pairs)
+    np.testing.assert_array_equal(DenseDelassus(model, q, c3).J, DenseDelassus(model, q, c4).J)
 
 
 def test_contact_convention():

@@ -413,11 +413,12 @@ def test_update_damping_reuses_structure():
     q = model.random_configuration(rng)
     cons = random_contacts(rng, model, q, 4, 4)
     F = MatrixFreeDelassus(model, q, cons, damping=1e-3)
-    el, kA, unit = F.elimination, F.kA, F._unit
+    el, kA, fac = F.elimination, F.kA, F.kernel_state()[1]
     X = oracle(model, q, cons)[2]
     for d in (1e-1, 1e-5, 3e-3):
         F.update_damping(d)
-        assert F.elimination is el and F.kA is kA and F._unit is unit
+        assert F.elimination is el and F.kA is kA and F.kernel_state()[1] is fac
+        assert fac[11][0] == 1      # unit sums Σ KᵀK computed once, then rescaled
         b = rng.normal(size=F.m)
         assert rel(F.solve(b), X.solve(d, b)) <= TOL
     # the elimination order is cached per constraint graph: a new operator at another q reuses it

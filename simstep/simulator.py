@@ -26,6 +26,7 @@ from numba import njit
 
 import collision
 import models
+from models.dynamics import aba_kernel
 from models.kinematics import integrate_kernel
 from solvers import ConstraintSet, ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
 from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
@@ -320,7 +321,9 @@ class Simulator:
         # 3. free velocity
         t0 = time.perf_counter()
         tau_v = self._tau(tau)
-        a_free = models.aba(m, q, v, tau_v, self._fext)
+        a_free = np.empty(m.nv)
+        if aba_kernel(m.jint, m.jfloat, m.armature, m.gravity, q, v, tau_v, self._fext, a_free) != 0:
+            a_free = models.aba(m, q, v, tau_v, self._fext)      # raises the model's error message
         v_free = v + dt * a_free
         st.time_dynamics = time.perf_counter() - t0
         # 4. constraints and operator
@@ -346,7 +349,7 @@ class Simulator:
             x0 = self._warm_start(c, k, mrows)
             if self.solver_name == "admm":
                 res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0,
-                                      max_eigenvalue=self._max_eigenvalue(op, c) if k else None)
+                                      max_eigenvalue=self._max_eigenvalue(op, cs))
                 lam = res.lam
                 st.iterations, st.converged = res.iterations, res.converged
                 st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
@@ -428,9 +431,9 @@ class Simulator:
     def _stabilise(self, g, op, c, k, extra_err, limit_rows):
         """Add position correction, speculative distance and restitution targets to g in place."""
         dt, erp = self.dt, self.erp
-        if k:      # contact velocities before the step (for restitution), then the targets
-            contact_targets_kernel(c.distance, op.J_apply(self.v), c.restitution, dt, erp,
-                                   self.restitution_threshold, g)
+        if k:      # contact velocities before the step (only needed for restitution), then the targets
+            v_pre = op.J_apply(self.v) if np.any(c.restitution) else g
+            contact_targets_kernel(c.distance, v_pre, c.restitution, dt, erp, self.restitution_threshold, g)
         row = 3 * k
         for e in extra_err:
             if e is None:
@@ -450,17 +453,18 @@ class Simulator:
         return x0 if warm_start_kernel(self._warm_keys, self._warm_frames, self._warm_lam, c.key, c.frame, x0) \
             else None
 
-    def _max_eigenvalue(self, op, c):
-        """λ_max(G) for the ρ rule: re-estimated when the contact set changes, else reused (G
-        moves little in one step and the rule only needs its order of magnitude)."""
-        keys = np.sort(c.key)           # λ_max does not depend on the order of the rows
-        if self._eig is not None and self._eig[0].shape == keys.shape and np.array_equal(self._eig[0], keys) \
-                and self._eig[1] == op.m:
-            return self._eig[2]
+    def _max_eigenvalue(self, op, cs):
+        """λ_max(G) for the ρ rule: re-estimated when the constraint graph (the coupled body
+        pairs) changes or the number of rows moves by more than a quarter, else reused: G moves
+        little in one step and the rule only needs its order of magnitude."""
+        key = cs.graph_key()
+        e = self._eig
+        if e is not None and e[0] == key and abs(op.m - e[1]) <= 0.25 * e[1]:
+            return e[2]
         # the same estimate for every operator (only matvec), so dense and matrix-free runs see
         # the same ρ and hence the same iterates up to round-off
         L = lanczos_max_eigenvalue(op.matvec, op.m, self.admm.settings.eig_iters)
-        self._eig = (keys, op.m, L)
+        self._eig = (key, op.m, L)
         return L
 
     # ------------------------------------------------------------------ run

@@ -225,9 +225,11 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             converged = True
             break
         x_prev[:] = xn
-        # ρ update when the residuals are unbalanced (spectral: ρ (L/m)^±factor; osqp: √(r_p/r_d))
+        # ρ update when the residuals are unbalanced (spectral: ρ (L/m)^±factor; osqp: √(r_p/r_d)),
+        # unless the larger one already meets its tolerance: then the update would only trade it
+        # against the other and cost a refactorisation
         new_rho = rho
-        if rp > ratio * rd or rd > ratio * rp:
+        if (rp > ratio * rd and rp > tol_p) or (rd > ratio * rp and rd > tol_d):
             if osqp:
                 new_rho = rho * np.sqrt(rp / max(rd, 1e-300))
             else:
@@ -342,7 +344,7 @@ class ADMMSolver:
         kind, start, size, param = cones.arrays()
         if m == 0:
             return ADMMResult(np.zeros(0), np.zeros(0), 0, True, 0.0, 0.0, 0.0, 0.0, 0, 0.0, False, 0.0)
-        if not np.all(np.isfinite(g)):
+        if not np.isfinite(g.sum()):        # NaN or inf in g (or an overflow, as bad)
             raise ValueError("g contains NaN or inf")
         Rc = None if compliance is None or not np.any(compliance) else \
             np.broadcast_to(np.asarray(compliance, float), (m,)).copy()
@@ -360,7 +362,7 @@ class ADMMSolver:
         step = cond ** st.rho_power_factor
 
         dense, geo, fac, ws, dn = _kernel_operator(op, m)
-        use_x0 = bool(st.warm_start and x0 is not None and np.any(x0))
+        use_x0 = bool(st.warm_start and x0 is not None and np.asarray(x0).any())
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")

@@ -331,9 +331,7 @@ class ConstraintSet:
         each block's index into these pairs (-1: no coupling)."""
         if getattr(self, "_pairs", None) is None:
             self.cb_slot = np.empty(self.cb_kind.shape[0], np.int64)
-            keys = coupling_kernel(self.cb_body, self.model.nbodies, self.cb_slot)
-            n = self.model.nbodies
-            self._pairs = np.stack([keys // n, keys % n], axis=1) if keys.size else np.zeros((0, 2), np.int64)
+            self._pairs = coupling_kernel(self.cb_body, self.model.nbodies, self.cb_slot)
         return self._pairs
 
     def contact_arrays(self):
@@ -502,8 +500,9 @@ def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f
 
 @njit(cache=True)
 def coupling_kernel(cb_body, n, cb_slot):
-    """Sorted unique keys a·n + b (a < b) of the moving-body pairs coupled by a block, and each
-    block's index among them in cb_slot (-1: world, one body, or the same body twice)."""
+    """Sorted unique pairs (a, b), a < b, (p, 2) of the moving bodies coupled by a block (sorted
+    by a·n + b), and each block's index among them in cb_slot (-1: world, one body, or the same
+    body twice)."""
     nb = cb_body.shape[0]
     keys = np.empty(nb, np.int64)
     cnt = 0
@@ -525,4 +524,7 @@ def coupling_kernel(cb_body, n, cb_slot):
             cb_slot[c] = np.searchsorted(uniq, min(a, b) * n + max(a, b))
         else:
             cb_slot[c] = -1
-    return uniq
+    pairs = np.empty((u, 2), np.int64)
+    for i in range(u):
+        pairs[i, 0], pairs[i, 1] = uniq[i] // n, uniq[i] % n
+    return pairs

@@ -91,7 +91,8 @@ class _Rows:
                 data.compute(q)
         elif data.model is not model:
             raise ValueError("data was created for another model")
-        elif q is not None and (data.q is None or not np.array_equal(data.q, np.asarray(q, float))):
+        elif q is not None and q is not data.q and \
+                (data.q is None or not np.array_equal(data.q, np.asarray(q, float))):
             data.compute(q)
         self.data = data
         cs = self.cs

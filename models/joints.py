@@ -87,13 +87,34 @@ def joint_integrate(jtype, q, iq, v, iv, dt, out):
     if jtype == REVOLUTE or jtype == PRISMATIC:
         out[iq] = q[iq] + dt * v[iv]
     elif jtype == FREE:
-        R = np.empty((3, 3))
-        quat_to_rot(q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6], R)
-        w = dt * v[iv + 3:iv + 6]
-        dp = so3_left_jacobian(w) @ (dt * v[iv:iv + 3])
-        out[iq:iq + 3] = q[iq:iq + 3] + R @ dp
-        qn = quat_mul(q[iq + 3:iq + 7], quat_exp(w))
-        out[iq + 3:iq + 7] = qn / np.sqrt(np.sum(qn * qn))
+        # p⁺ = p + R V(w) u and Q⁺ = Q ⊗ exp(w), w = dt ω, u = dt v (body frame; V the SO(3)
+        # left Jacobian, `spatial.so3_left_jacobian`), written out in scalars (no temporaries)
+        ux, uy, uz = dt * v[iv], dt * v[iv + 1], dt * v[iv + 2]
+        wx, wy, wz = dt * v[iv + 3], dt * v[iv + 4], dt * v[iv + 5]
+        th2 = wx * wx + wy * wy + wz * wz
+        th = np.sqrt(th2)
+        if th < 1e-6:
+            a, b = 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
+        else:
+            a, b = (1.0 - np.cos(th)) / th2, (th - np.sin(th)) / (th2 * th)
+        cx, cy, cz = wy * uz - wz * uy, wz * ux - wx * uz, wx * uy - wy * ux          # w × u
+        ex, ey, ez = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx          # w × (w × u)
+        dx, dy, dz = ux + a * cx + b * ex, uy + a * cy + b * ey, uz + a * cz + b * ez
+        x, y, z, s = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+        out[iq] = q[iq] + (1 - 2 * (y * y + z * z)) * dx + 2 * (x * y - s * z) * dy + 2 * (x * z + s * y) * dz
+        out[iq + 1] = q[iq + 1] + 2 * (x * y + s * z) * dx + (1 - 2 * (x * x + z * z)) * dy + 2 * (y * z - s * x) * dz
+        out[iq + 2] = q[iq + 2] + 2 * (x * z - s * y) * dx + 2 * (y * z + s * x) * dy + (1 - 2 * (x * x + y * y)) * dz
+        if th < 1e-8:
+            k, c = 0.5 - th2 / 48.0, 1.0 - th2 / 8.0
+        else:
+            k, c = np.sin(0.5 * th) / th, np.cos(0.5 * th)
+        bx, by, bz = k * wx, k * wy, k * wz
+        nx = s * bx + x * c + y * bz - z * by
+        ny = s * by - x * bz + y * c + z * bx
+        nz = s * bz + x * by - y * bx + z * c
+        nw = s * c - x * bx - y * by - z * bz
+        nrm = np.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+        out[iq + 3], out[iq + 4], out[iq + 5], out[iq + 6] = nx / nrm, ny / nrm, nz / nrm, nw / nrm
     elif jtype == SPHERICAL:
         qn = quat_mul(q[iq:iq + 4], quat_exp(dt * v[iv:iv + 3]))
         out[iq:iq + 4] = qn / np.sqrt(np.sum(qn * qn))

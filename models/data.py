@@ -6,7 +6,7 @@ placements, world motion subspaces, inertias and the bias-free articulated facto
 """
 import numpy as np
 
-from .dynamics import aba_factor_kernel, minv_kernel
+from .dynamics import aba_bias_kernel, aba_factor_kernel, minv_kernel
 from .kinematics import kinematics_kernel, velocity_kernel
 
 
@@ -28,6 +28,7 @@ class Data:
         self.vel = np.zeros((n, 6))
         self._pA = np.zeros((n, 6))
         self._fzero = np.zeros((n, 6))
+        self._u = np.zeros(nv)
 
     def compute(self, q):
         """Kinematics, world S and H, and the articulated factorisation at q (O(n))."""
@@ -42,6 +43,15 @@ class Data:
             raise np.linalg.LinAlgError(f"the mass matrix is singular: joints {m.massless_joints()} move no "
                                         f"mass; set model.armature on their dofs")
         return self
+
+    def free_acceleration(self, v, tau, fext, out):
+        """ABA q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext) at the computed q from the cached articulated
+        inertias (no kinematics, no factorisation); v, tau (nv,), fext (n, 6) world, trusted
+        (the simulator's validated state). Writes and returns out (nv,)."""
+        m = self.model
+        aba_bias_kernel(m.jint, m.gravity, self.S, self.H, self.IA, self.U, self.Dinv, v, tau, fext, out,
+                        self.vel, self.acc, self._pA, self._u)
+        return out
 
     def minv(self, tau, fext=None, out=None):
         """M⁻¹ (τ + Σ Jᵀ fext) at the computed q, O(n), no matrix formed. fext (n, 6) world."""

@@ -307,18 +307,13 @@ def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
 
 
 @njit(**_JIT)
-def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
-    """ABA (Featherstone Table 7.1) in the world frame (paper 002, Sec. III):
-    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext). Three sweeps, O(n).
-    Returns a status code: OK, BAD_Q, BAD_V, BAD_AT (tau) or SINGULAR (some D not PD)."""
-    st = _status(jint, q, v, tau)
-    if st != OK:
-        return st
-    n, nv = jint.shape[0], v.shape[0]
-    oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
-    S, IA = np.empty((6, nv)), np.empty((n, 6, 6))
-    kinematics_kernel(jint, jfloat, q, oR, op, S, IA)
-    vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA, u):
+    """The velocity- and force-dependent sweeps of ABA (Featherstone Table 7.1, world frame,
+    paper 002 Sec. III) on the articulated inertias of `aba_factor_kernel` at the same q:
+    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext) (nv,). H (n, 6, 6) rigid inertias, IA the articulated
+    ones, U = Iᴬ S, D⁻¹; vel, c, pA (n, 6) and u (nv,) are workspace (c ends as the body
+    accelerations). O(n), no 6×6 products beyond Iᴬ c."""
+    n = jint.shape[0]
     vJ, h, w, y, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     for i in range(n):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
@@ -329,27 +324,20 @@ def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
             vJ[r] = x
             vel[i, r] = vel[par, r] + x if par >= 0 else x
         _crm_into(vel[i], vJ, c[i])
-        _mv6(IA[i], vel[i], h)
+        _mv6(H[i], vel[i], h)
         for r in range(6):
             pA[i, r] = -fext[i, r]
         _crf_add(vel[i], h, pA[i])
-    U = np.empty((6, nv))
-    Dinv = np.empty((n, 6, 6))
-    D = np.empty((6, 6))
-    u = np.empty(nv)
-    ok = True
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(nvi):
             u[iv + k] = tau[iv + k] - _dot_col(S, iv + k, pA[i])
         if par >= 0:
-            # pᵃ = pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c), computed before Iᴬ is articulated
+            # pᵃ_λ += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
             _mv6(IA[i], c[i], h)
-        ok &= _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D)
-        if par >= 0:
             for k in range(nvi):
                 w[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
-            for k in range(nvi):          # y = D⁻¹ w, once (not per force row)
+            for k in range(nvi):
                 t = 0.0
                 for l in range(nvi):
                     t += Dinv[i, k, l] * w[l]
@@ -379,7 +367,27 @@ def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
             for k in range(nvi):
                 t += S[r, iv + k] * qdd[iv + k]
             c[i, r] = t   # c[i] now holds aᵢ (its bias part is no longer needed)
-    return OK if ok else SINGULAR
+
+
+@njit(**_JIT)
+def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
+    """ABA (Featherstone Table 7.1) in the world frame (paper 002, Sec. III):
+    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext): kinematics, the articulated inertias
+    (`aba_factor_kernel`), then the bias sweeps (`aba_bias_kernel`). O(n).
+    Returns a status code: OK, BAD_Q, BAD_V, BAD_AT (tau) or SINGULAR (some D not PD)."""
+    st = _status(jint, q, v, tau)
+    if st != OK:
+        return st
+    n, nv = jint.shape[0], v.shape[0]
+    oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
+    S, H, IA = np.empty((6, nv)), np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    kinematics_kernel(jint, jfloat, q, oR, op, S, H)
+    U, Dinv = np.empty((6, nv)), np.empty((n, 6, 6))
+    if not aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
+        return SINGULAR
+    vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA, np.empty(nv))
+    return OK
 
 
 # ---------------------------------------------------------------------- Python API

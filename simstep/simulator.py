@@ -26,7 +26,6 @@ from numba import njit
 
 import collision
 import models
-from models.dynamics import aba_kernel
 from models.kinematics import integrate_kernel
 from solvers import ConstraintSet, ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
 from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
@@ -321,10 +320,8 @@ class Simulator:
         # 3. free velocity
         t0 = time.perf_counter()
         tau_v = self._tau(tau)
-        a_free = np.empty(m.nv)
-        if aba_kernel(m.jint, m.jfloat, m.armature, m.gravity, q, v, tau_v, self._fext, a_free) != 0:
-            a_free = models.aba(m, q, v, tau_v, self._fext)      # raises the model's error message
-        v_free = v + dt * a_free
+        # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
+        v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
         st.time_dynamics = time.perf_counter() - t0
         # 4. constraints and operator
         t0 = time.perf_counter()

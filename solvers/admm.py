@@ -225,11 +225,9 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             converged = True
             break
         x_prev[:] = xn
-        # ρ update when the residuals are unbalanced (spectral: ρ (L/m)^±factor; osqp: √(r_p/r_d)),
-        # unless the larger one already meets its tolerance: then the update would only trade it
-        # against the other and cost a refactorisation
+        # ρ update when the residuals are unbalanced (spectral: ρ (L/m)^±factor; osqp: √(r_p/r_d))
         new_rho = rho
-        if (rp > ratio * rd and rp > tol_p) or (rd > ratio * rp and rd > tol_d):
+        if rp > ratio * rd or rd > ratio * rp:
             if osqp:
                 new_rho = rho * np.sqrt(rp / max(rd, 1e-300))
             else:

@@ -78,7 +78,10 @@ def test_box_pyramid_snapshot_generalized_impulses_agree():
     op, dense, g, c, D, cms, cds = snapshot(pyramid_world((3, 2, 1)))
     G = dense.matrix()
     assert rel(D.matrix(), G) < 1e-9                        # the same Delassus matrix
-    lam, lam_pin = solve_both(op, g, c, D, cms, cds, 1e-8)
+    # redundant contacts (four coplanar corners per face): λ is not unique and both solvers'
+    # Jᵀλ agree only to about 1e3 × their residual tolerance (measured: 1.7e-5 at 1e-8, 1e-6 at
+    # 1e-9, 4e-8 at 1e-10), so the comparison is made at 1e-10
+    lam, lam_pin = solve_both(op, g, c, D, cms, cds, 1e-10)
     J = dense.J
     assert rel(J.T @ lam, J.T @ lam_pin) < 1e-5
     blocks = [("cone", slice(3 * i, 3 * i + 3), c.friction[i]) for i in range(len(c))]

@@ -1,8 +1,12 @@
 """Reproduce paper 000 Table I: matrix-free Delassus operators vs explicit baselines, same run.
 
-For each scenario (Go2 / G1 standing and fallen, with and without joint-friction rows; a stack of
-30 boxes; the 30-box pyramid; the pyramid with three G1 robots), times in μs (median of
-repeated runs, everything from the configuration q and a prebuilt ConstraintSet):
+Scenarios (`bench.delassus_scenarios.table1`, built from the scene functions): Go2
+(`scenes.quadruped`) and G1 (`scenes.humanoid`) standing and fallen (the "falling" scenes
+simulated until they lie on the ground), with and without joint-friction rows; a stack of 30
+boxes (`scenes.box_stack(30)`); the 30-box pyramid (`scenes.box_pyramid()`); three G1 on the
+pyramid (`scenes.pyramid_with_robots()` after 1 s). Contacts are the simulator's collision
+detection at q. Their sizes are printed beside the paper's. Times in μs (median of repeated
+runs, everything from the configuration q and a prebuilt ConstraintSet):
 
   matrix-free (ours, `solvers.MatrixFreeDelassus`)
     Λ⁻¹    construction at q (kinematics, rows, ABA inertias) + one product
@@ -40,8 +44,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.delassus_scenarios import (box_pyramid, box_stack, pin_compute, pin_problem, robot,  # noqa: E402
-                                      with_joint_friction)
+from bench.delassus_scenarios import SETTLE, pin_compute, pin_problem, table1  # noqa: E402
 import models  # noqa: E402
 from solvers import ConstraintSet, DenseDelassus, MatrixFreeDelassus  # noqa: E402
 
@@ -88,21 +91,23 @@ def timeit(f, budget=0.25, min_reps=5, max_reps=5000):
     return float(np.median(ts) * 1e6)
 
 
-def scenarios(quick=False):
-    out = []
-    for name in ("go2", "g1"):
-        for pose in ("standing", "fallen"):
-            model, q, cons = robot(name, pose)
-            label = f"{name.upper() if name == 'g1' else 'Go2'} {pose}"
-            out.append((label, model, q, cons))
-            out.append((label + " +JF", model, q, with_joint_friction(model, cons)))
-    if not quick:
-        out.append(("Stack of boxes",) + box_stack(30))
-        out.append(("Box pyramid",) + box_pyramid())
-        out.append(("Pyramid + robots",) + box_pyramid(robots=("g1a", "g1b", "g1c")))
-    else:
-        out.append(("Box pyramid",) + box_pyramid())
-    return out
+def print_sizes(scens):
+    """Scenario sizes beside paper 000 Table I (the paper gives nv per platform in its caption)."""
+    paper_nv = {"Go2": 18, "G1": 35, "Stack": 180, "Box": 180, "Pyramid": 285}
+    print("\nScenario sizes: ours (scene functions, contacts by collision detection) vs paper 000 Table I")
+    print(f"{'scenario':18s} {'nv':>4s} {'nc':>4s} {'m':>4s} | {'paper nv':>8s} {'nc':>4s} {'m':>4s} | state")
+    sizes = []
+    for label, model, q, cons in scens:
+        cs = ConstraintSet(model, cons)
+        p = PAPER.get(label, {})
+        base = label.replace(" +JF", "")
+        state = f"after {SETTLE[base]:g} s of simulation" if base in SETTLE else "initial state"
+        pnv = paper_nv.get(label.split()[0], 0)
+        print(f"{label:18s} {model.nv:4d} {cs.ncontacts:4d} {cs.m:4d} | {pnv:8d} {p.get('nc', 0):4d} "
+              f"{p.get('ncon', 0):4d} | {state}")
+        sizes.append(dict(scenario=label, nv=model.nv, nc=cs.ncontacts, ncon=cs.m, paper_nv=pnv,
+                          paper_nc=p.get("nc"), paper_ncon=p.get("ncon"), state=state))
+    return sizes
 
 
 def bench_one(label, model, q, cons, d=1e-4, d2=2e-4, budget=0.25, pin_ok=True):
@@ -260,7 +265,9 @@ def main():
     a = ap.parse_args()
     budget = 0.05 if a.quick else a.budget
     rows = []
-    for label, model, q, cons in scenarios(a.quick):
+    scens = table1(a.quick)
+    sizes = print_sizes(scens)
+    for label, model, q, cons in scens:
         r = bench_one(label, model, q, cons, d=a.damping, d2=2 * a.damping, budget=budget)
         rows.append(r)
         print(f"  {label:18s} done (MF Λ_R {r['mf_R']:.1f} μs, err vs dense {r['err_mf_vs_dense_R']:.1e}"
@@ -270,7 +277,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "bench_delassus.json")
     with open(path, "w") as f:
-        json.dump(dict(rows=rows, targets=t, damping=a.damping, paper=PAPER,
+        json.dump(dict(rows=rows, sizes=sizes, targets=t, damping=a.damping, paper=PAPER,
                        machine=dict(python=platform.python_version(), processor=platform.processor(),
                                     cpus=os.cpu_count())), f, indent=1)
     print(f"\nwrote {path}")

@@ -8,7 +8,8 @@ One step, at state (q, v):
      (orthant), joint dry friction (box), and the Delassus operator G = J M⁻¹ Jᵀ
      (matrix-free by default, or the dense baseline);
   5. g = J v_f + stabilisation; ADMM (or PGS) for the impulses λ;
-  6. v⁺ = v_f + M⁻¹ Jᵀ λ by the cached sweep (no dense M); q⁺ = q ⊕ dt v⁺.
+  6. v⁺ = v_f + M⁻¹ Jᵀ λ by the cached sweep (no dense M); q⁺ = q ⊕ dt v⁺; loop closures
+     projected onto e(q⁺) = 0 at position level (`simstep.projection`, option project_closures).
 
 Velocity-level contact with speculative distance: a contact at signed distance φ > 0 lets the
 bodies approach by at most φ in this step (σ_n = v_n⁺ + φ/dt ≥ 0), a penetration φ < 0 is
@@ -27,11 +28,13 @@ from numba import njit
 import collision
 import models
 from models.kinematics import integrate_kernel
-from solvers import ConstraintSet, ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
+from solvers import (ConstraintSet, ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure,
+                     MatrixFreeDelassus)
 from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
 
+from .projection import project_loop_closures
 from .world import World, matrix_to_quat
 
 
@@ -94,6 +97,9 @@ class StepStats:
     time_solver: float = 0.0
     time_integration: float = 0.0
     time_total: float = 0.0
+    projection_iterations: int = 0      # Gauss–Newton steps of the loop-closure projection
+    projection_residual: float = 0.0    # max loop-closure row error after it (m, rad for weld rotations)
+    time_projection: float = 0.0        # included in time_integration
 
     def as_dict(self):
         return dict(self.__dict__)
@@ -149,12 +155,17 @@ class Simulator:
     (bool); actuation (array (nv,) or callable(sim) -> (nv,); default: ``world.actuation`` if
     the scene set one); constraints (extra `LoopClosure`s etc.; default: ``world.constraints``);
     collision_options (dict for `collision.CollisionDetector`: exclude, self_collision,
-    exclude_at (default: world.q0), ...); any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...).
+    exclude_at (default: world.q0), ...); project_closures (bool; default: True when there are
+    loop closures): after integration, move q onto the loop closures' manifold
+    (`simstep.projection.project_loop_closures`, M-metric Gauss–Newton) until the largest row
+    error is ≤ projection_tol (m; rad for weld rotations), at most projection_max_iter steps;
+    any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...).
     """
 
     def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
-                 actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None, **solver_settings):
+                 actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
+                 project_closures=None, projection_tol=1e-10, projection_max_iter=10, **solver_settings):
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
         dt = float(dt)
@@ -193,6 +204,7 @@ class Simulator:
             if not isinstance(c, (LoopClosure, JointLimit, JointFriction)):
                 raise TypeError(f"unsupported constraint {c!r}: pass LoopClosure, JointLimit or JointFriction")
         self.set_actuation(actuation)
+        self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
         self._zero_tau = np.zeros(self.model.nv)
         self._damped = bool(np.any(self.model.damping))
@@ -215,6 +227,30 @@ class Simulator:
         self.v = world.v0.copy()
         self.set_state(world.q0, world.v0)
         self.steps = 0
+
+    def _init_projection(self, project, tol, max_iter):
+        loops = [c for c in self.extra_constraints if isinstance(c, LoopClosure)]
+        project = bool(loops) if project is None else bool(project)
+        tol, max_iter = float(tol), int(max_iter)
+        if not (np.isfinite(tol) and tol > 0):
+            raise ValueError(f"projection_tol must be a positive finite number, got {tol}")
+        if max_iter < 1:
+            raise ValueError(f"projection_max_iter must be >= 1, got {max_iter}")
+        self.project_closures, self.projection_tol, self.projection_max_iter = project, tol, max_iter
+        # resolved once: the ConstraintSet also caches the elimination order of its graph
+        self._closure_set = ConstraintSet(self.model, loops) if project and loops else None
+        self._proj_data = models.Data(self.model) if self._closure_set is not None else None
+        self._proj_damping = None
+
+    def _project(self, q, st):
+        """Loop closures projected at position level after integration; stats into st."""
+        t0 = time.perf_counter()
+        r = project_loop_closures(self.model, q, self._closure_set, tol=self.projection_tol,
+                                  max_iter=self.projection_max_iter, damping=self._proj_damping, data=self._proj_data)
+        self._proj_damping = r.damping
+        st.projection_iterations, st.projection_residual = r.iterations, r.residual
+        st.time_projection = time.perf_counter() - t0
+        return r.q
 
     # ------------------------------------------------------------------ state
     def set_state(self, q, v, t=None):
@@ -366,7 +402,11 @@ class Simulator:
         # 6. integrate
         q_next = np.empty(m.nq)
         integrate_kernel(m.jint, q, v_next, dt, q_next)
-        if not np.isfinite(v_next.sum() + q_next.sum() + lam.sum()):   # a sum is finite iff every term is
+        finite = np.isfinite(v_next.sum() + q_next.sum() + lam.sum())   # a sum is finite iff every term is
+        if finite and self._closure_set is not None:
+            q_next = self._project(q_next, st)
+            finite = np.isfinite(q_next.sum())
+        if not finite:
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s produced a non-finite state "
                                   f"(solver converged: {st.converged}, iterations {st.iterations}); "
                                   f"the state was left unchanged")

@@ -14,7 +14,8 @@ import models
 from solvers import Contact, MatrixFreeDelassus
 
 pin = pytest.importorskip("pinocchio")
-from bench.delassus_scenarios import box_pyramid, pin_compute, pin_problem  # noqa: E402
+import scenes  # noqa: E402
+from bench.delassus_scenarios import pin_compute, pin_problem, scene_problem  # noqa: E402
 
 pytestmark = pytest.mark.pinocchio
 TOL = 1e-9
@@ -97,14 +98,14 @@ def test_talos_point_contacts_and_self_contact():
 
 def test_box_on_box_pyramid():
     """Two layers of the paper's pyramid: 4 boxes on the ground, 1 on top of all four."""
-    model, q, cons = box_pyramid(layers=2)
+    model, q, cons = scene_problem(scenes.box_pyramid(layers=2))
     F, Gp = compare(model, None, q, cons)
     assert F.m == 3 * (16 + 16)
 
 
 def test_pinocchio_solve_matches():
     """Pinocchio's own damped solve (chol.compute with mu = d, then solve) against ours."""
-    model, q, cons = box_pyramid(layers=2)
+    model, q, cons = scene_problem(scenes.box_pyramid(layers=2))
     d = 1e-3
     _, chol, E = pin_G(None, q, cons, model, mu=d)
     F = MatrixFreeDelassus(model, q, cons, damping=d)

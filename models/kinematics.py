@@ -107,12 +107,11 @@ def velocity_kernel(jint, S, v, vel):
     """Body spatial velocities vᵢ = v_λ(i) + Sᵢ q̇ᵢ (world frame), vel (n, 6)."""
     for i in range(jint.shape[0]):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        if par >= 0:
-            vel[i] = vel[par]
-        else:
-            vel[i] = 0.0
-        for k in range(iv, iv + nvi):
-            vel[i] += S[:, k] * v[k]
+        for r in range(6):
+            x = vel[par, r] if par >= 0 else 0.0
+            for k in range(iv, iv + nvi):
+                x += S[r, k] * v[k]
+            vel[i, r] = x
 
 
 @njit(**_JIT)

@@ -213,10 +213,15 @@ class Simulator:
         dof_joint = self._joints_of_dofs(np.arange(m.nv))
         self._fric_dofs = np.flatnonzero(m.friction > 0)
         self._fric_joint_names = list(dict.fromkeys(dof_joint[d] for d in self._fric_dofs))
-        self._limit_dofs = np.flatnonzero(np.isfinite(m.lower) | np.isfinite(m.upper))
-        self._limit_joint = [dof_joint[d] for d in self._limit_dofs]
-        body = np.searchsorted(m.idx_v, self._limit_dofs, side="right") - 1
-        self._limit_q = m.idx_q[body] + self._limit_dofs - m.idx_v[body]
+        # joint-limit candidates: one row per finite bound, (dof, q index, bound, sign, (joint, side))
+        lim = [(d, side, b, sgn) for d in range(m.nv)
+               for side, b, sgn in (("lower", m.lower[d], 1.0), ("upper", m.upper[d], -1.0)) if np.isfinite(b)]
+        self._lim_dof = np.array([r[0] for r in lim], np.int64)
+        body = np.searchsorted(m.idx_v, self._lim_dof, side="right") - 1
+        self._lim_q = m.idx_q[body] + self._lim_dof - m.idx_v[body]
+        self._lim_val = np.array([r[2] for r in lim], float)
+        self._lim_sgn = np.array([r[3] for r in lim], float)
+        self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
         self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
         self._eig = None
         self._tail = None
@@ -431,18 +436,17 @@ class Simulator:
         contacts is rebuilt only when the active limits change. Also returns the loop closures'
         position errors and the active limits' (dof, gap)."""
         m, dt = self.model, self.dt
-        limit_rows, limit_cons = [], []
-        if self.joint_limits and self._limit_dofs.size:
-            for dof, iq, joint in zip(self._limit_dofs, self._limit_q, self._limit_joint):
-                qi = q[iq]
-                reach = abs(v_free[dof]) * dt + self.joint_limit_margin
-                for side, lim, sgn in (("lower", m.lower[dof], 1.0), ("upper", m.upper[dof], -1.0)):
-                    if np.isfinite(lim) and sgn * (qi - lim) < reach:
-                        limit_rows.append((dof, sgn * (qi - lim)))
-                        limit_cons.append((joint, side))
+        limit_rows, limit_cons, active = [], [], _EMPTY_I
+        if self.joint_limits and self._lim_dof.size:
+            # candidate (dof, side) rows, dof-major, lower before upper; gap ≥ 0 inside the range
+            gap = self._lim_sgn * (q[self._lim_q] - self._lim_val)
+            active = np.flatnonzero(gap < np.abs(v_free[self._lim_dof]) * dt + self.joint_limit_margin)
+            if active.size:
+                limit_rows = list(zip(self._lim_dof[active].tolist(), gap[active].tolist()))
+                limit_cons = [self._lim_name[i] for i in active]
         extra_err = [self._loop_errors(lc) if isinstance(lc, LoopClosure) else None
                      for lc in self.extra_constraints]
-        sig = tuple(limit_cons)
+        sig = active.tobytes()
         if self._tail is None or self._tail[0] != sig:
             cones, cons = ConeSet(), list(self.extra_constraints)
             for lc in self.extra_constraints:

@@ -13,6 +13,7 @@ At convergence y = λ and z = σ. The operator's damping is refreshed only when 
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -356,7 +357,7 @@ class ADMMSolver:
         L = max(L, 1e-12)
         mm = st.mu_prox + (0.0 if Rc is None else float(Rc.min()))
         cond = max(L / mm, 1.0 + 1e-12)
-        rho = np.sqrt(L * mm) * cond ** self.rho_power
+        rho = math.sqrt(L * mm) * cond ** self.rho_power
         step = cond ** st.rho_power_factor
 
         dense, geo, fac, ws, dn = _kernel_operator(op, m)
@@ -374,7 +375,7 @@ class ADMMSolver:
         if not dense:
             op._factored = True
         if st.keep_rho_power:
-            self.rho_power = float(np.log(rho / np.sqrt(L * mm)) / np.log(cond))
+            self.rho_power = math.log(rho / math.sqrt(L * mm)) / math.log(cond)
         history = [tuple(h) for h in hist[:it]] if record else []
         return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=bool(converged), primal_residual=rp,
                           dual_residual=rd, complementarity=rc, rho=rho, rho_updates=int(n_updates),

@@ -225,6 +225,7 @@ class Simulator:
         self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
         self._eig = None
         self._tail = None
+        self._op = None          # last step's operator (its arrays are reused by the next one)
         self.stats = StepStats()
         self.contacts = self._empty_contacts()
         self.t = 0.0
@@ -372,7 +373,8 @@ class Simulator:
         lam = np.zeros(mrows)
         if mrows:
             Op = MatrixFreeDelassus if self.operator == "matrix_free" else DenseDelassus
-            op = Op(m, q, cs, data=d)
+            op = Op(m, q, cs, data=d) if Op is DenseDelassus else Op(m, q, cs, data=d, reuse=self._op)
+            self._op = op
             if op.m != mrows:
                 raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {mrows}")
             g = op.J_apply(v_free)

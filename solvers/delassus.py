@@ -155,12 +155,19 @@ class MatrixFreeDelassus(_Rows):
     e.g. every box touching every other) O(n + n²) blocks.
     """
 
-    def __init__(self, model, q, constraints, data=None, damping=None):
+    def __init__(self, model, q, constraints, data=None, damping=None, reuse=None):
+        """reuse: a previous operator of the same model that will not be used again (a
+        simulator's last step); its factor and workspace arrays are taken over when the
+        constraint graph and the number of rows are the same (saves ~20 allocations)."""
         super().__init__(model, q, constraints, data, matrix_free=True)
         self._ws = None
         self._st = None
         self._fac = None
         self._factored = False
+        self._reuse = None
+        if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
+            self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
+            self._reuse = reuse          # its `fac` storage, if the elimination structure matches
         if damping is not None:
             self.update_damping(damping)
 
@@ -246,6 +253,14 @@ class MatrixFreeDelassus(_Rows):
                self.dof)
         elk = (use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr, el.pair_slot,
                el.pair_tr)
+        old, self._reuse = self._reuse, None
+        if old is not None and old._st is not None and old._st[0] is el:
+            f = old._fac
+            f[11][0] = 0                 # the unit sums Σ KᵀK belong to the old q
+            self._fac = (csk, elk) + f[2:]
+            old._fac, old._st, old._ws, old._factored = None, None, None, False   # the old operator is spent
+            self._work()
+            return
         # Pd, Po, Pj: unit-damping sums (scalar damping); Hd, Ho, Dj: damped inertias; L, Y factors
         self._fac = (csk, elk, np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv),
                      np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv), np.empty((n, 6, 6)),

@@ -507,3 +507,24 @@ def test_localized_loops_memory_is_linear():
     per = np.array(mem) / np.array(sizes)
     assert per.max() / per.min() < 1.1
     assert np.ptp(np.array(fill) / np.array(sizes)) < 0.05
+
+
+def test_reuse_takes_over_storage_and_matches_a_fresh_operator():
+    """`reuse=` (the simulator's per-step path): same results as a fresh operator at the new q
+    (against the dense oracle), the unit sums recomputed for the new q, and the spent operator
+    refuses to solve rather than reading the storage it gave away."""
+    rng = np.random.default_rng(14)
+    model = random_forest(rng, 10, nroots=2)
+    q0, q1 = model.random_configuration(rng), model.random_configuration(rng)
+    cons = random_contacts(rng, model, q0, 5, 4)
+    cs = ConstraintSet(model, cons)
+    old = MatrixFreeDelassus(model, q0, cs, damping=1e-2)
+    fac = old.kernel_state()[1]
+    new = MatrixFreeDelassus(model, q1, cs, reuse=old)
+    new.update_damping(3e-3)
+    assert new.kernel_state()[1][2] is fac[2]          # the unit-sum storage was taken over
+    X = oracle(model, q1, cons)[2]
+    b = rng.normal(size=new.m)
+    assert rel(new.solve(b), X.solve(3e-3, b)) <= TOL
+    with pytest.raises(RuntimeError):
+        old.solve(b)

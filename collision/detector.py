@@ -231,25 +231,29 @@ class CollisionDetector:
 
     # ------------------------------------------------------------------ queries
     def _check_q(self, q):
+        """q as a float array of shape (nq,); finiteness and unit quaternions are checked by
+        the kernel (`_run_kernel`)."""
         q = np.asarray(q, dtype=float)
         if q.shape != (self.model.nq,):
             raise CollisionError(f"q has shape {q.shape}, expected ({self.model.nq},)")
-        if not np.all(np.isfinite(q)):
-            raise CollisionError("q contains NaN or inf")
-        if self._quat_idx.size:
-            nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
-            if np.any(np.abs(nrm - 1.0) > 1e-6):
-                raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
         return q
+
+    def _bad_q(self, q, status):
+        if status == K.Q_NOT_FINITE:
+            raise CollisionError("q contains NaN or inf")
+        nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
+        raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
 
     def _run_kernel(self, q):
         S = self.shapes
         while True:
-            npairs, nlib, k = K.detect_kernel(
+            status, npairs, nlib, k = K.detect_kernel(
                 self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
                 S.cverts, S.coff, self.allow, self.planes, self.others, self.native_ok, self.margin,
                 self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
                 self._gp, self._lo, self._hi, self._pairs, self._lib, self._out_i, self._out_f)
+            if status != K.Q_OK:
+                self._bad_q(q, status)
             if npairs > self._pairs.shape[0]:
                 self._alloc_pairs(2 * npairs)
                 continue

@@ -113,7 +113,7 @@ def tangent_basis(n, ref, t1, t2):
     t2[2] = n[0] * t1[1] - n[1] * t1[0]
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _tangent_basis_v(V, i_n, i_ref, i_t1, i_t2):
     """`tangent_basis` on rows of V: n = V[i_n], ref = V[i_ref] into t1 = V[i_t1], t2 = V[i_t2]
     (same arithmetic; the four rows must be distinct)."""
@@ -275,6 +275,53 @@ def _hull2d(pts, m, t1, t2, out):
     return h
 
 
+@njit(**_NONRT_INLINE)
+def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
+    """`support_feature` of box g (inlined on the box-box and box-plane paths)."""
+    # per local axis j: span the face (both signs) when |d_j| is within the tolerance
+    ns = 0
+    sg0 = sg1 = sg2 = 0.0
+    sp0 = sp1 = sp2 = False
+    for j in range(3):
+        dj = gR[g, 0, j] * D[i_d, 0] + gR[g, 1, j] * D[i_d, 1] + gR[g, 2, j] * D[i_d, 2]
+        sgj = 1.0 if dj >= 0 else -1.0
+        spj = 2.0 * gsize[g, j] * abs(dj) <= tol
+        if spj:
+            ns += 1
+        if j == 0:
+            sg0, sp0 = sgj, spj
+        elif j == 1:
+            sg1, sp1 = sgj, spj
+        else:
+            sg2, sp2 = sgj, spj
+    if ns == 3:  # cannot happen for a unit d; guard anyway
+        ns = 0
+        sp0 = sp1 = sp2 = False
+    cnt = 1 << ns
+    s0, s1, s2 = gsize[g, 0], gsize[g, 1], gsize[g, 2]
+    for i in range(cnt):
+        # cyclic sign patterns of the spanned axes: 1 axis (+), (-); 2 axes (+,+), (+,-), (-,-), (-,+)
+        first = 1.0 if (i == 0 or i == 1) else -1.0
+        second = 1.0 if (i == 0 or i == 3) else -1.0
+        if ns == 1:
+            first = 1.0 if i == 0 else -1.0
+        used = 0
+        l0 = sg0 * s0
+        if sp0:
+            l0 = s0 * first
+            used = 1
+        l1 = sg1 * s1
+        if sp1:
+            l1 = s1 * (first if used == 0 else second)
+            used += 1
+        l2 = sg2 * s2
+        if sp2:
+            l2 = s2 * (first if used == 0 else second)
+        for k in range(3):
+            out[i, k] = gp[g, k] + gR[g, k, 0] * l0 + gR[g, k, 1] * l1 + gR[g, k, 2] * l2
+    return cnt
+
+
 @njit(**_NONRT)
 def support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered=True):
     """Points of geometry g's surface (kind, gsize[g], placement gR[g], gp[g]) that maximize
@@ -332,48 +379,7 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, orde
             out[0, k] = gp[g, k] + s * h * gR[g, k, 2] + r * wk
         return 1
     if kind == BOX:
-        # per local axis j: span the face (both signs) when |d_j| is within the tolerance
-        ns = 0
-        sg0 = sg1 = sg2 = 0.0
-        sp0 = sp1 = sp2 = False
-        for j in range(3):
-            dj = gR[g, 0, j] * D[i_d, 0] + gR[g, 1, j] * D[i_d, 1] + gR[g, 2, j] * D[i_d, 2]
-            sgj = 1.0 if dj >= 0 else -1.0
-            spj = 2.0 * gsize[g, j] * abs(dj) <= tol
-            if spj:
-                ns += 1
-            if j == 0:
-                sg0, sp0 = sgj, spj
-            elif j == 1:
-                sg1, sp1 = sgj, spj
-            else:
-                sg2, sp2 = sgj, spj
-        if ns == 3:  # cannot happen for a unit d; guard anyway
-            ns = 0
-            sp0 = sp1 = sp2 = False
-        cnt = 1 << ns
-        s0, s1, s2 = gsize[g, 0], gsize[g, 1], gsize[g, 2]
-        for i in range(cnt):
-            # cyclic sign patterns of the spanned axes: 1 axis (+), (-); 2 axes (+,+), (+,-), (-,-), (-,+)
-            first = 1.0 if (i == 0 or i == 1) else -1.0
-            second = 1.0 if (i == 0 or i == 3) else -1.0
-            if ns == 1:
-                first = 1.0 if i == 0 else -1.0
-            used = 0
-            l0 = sg0 * s0
-            if sp0:
-                l0 = s0 * first
-                used = 1
-            l1 = sg1 * s1
-            if sp1:
-                l1 = s1 * (first if used == 0 else second)
-                used += 1
-            l2 = sg2 * s2
-            if sp2:
-                l2 = s2 * (first if used == 0 else second)
-            for k in range(3):
-                out[i, k] = gp[g, k] + gR[g, k, 0] * l0 + gR[g, k, 1] * l1 + gR[g, k, 2] * l2
-        return cnt
+        return _support_box(g, gsize, gR, gp, D, i_d, tol, out)
     # CONVEX: the vertices within tol of the support height (world points p + R v)
     c0, c1 = coff[g], coff[g + 1]
     dl0 = gR[g, 0, 0] * D[i_d, 0] + gR[g, 1, 0] * D[i_d, 1] + gR[g, 2, 0] * D[i_d, 2]
@@ -502,7 +508,7 @@ def _snap(F, m, u, v, V, P, ip):
     return False
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _newell(F, m, V, io):
     """Unit Newell normal of the polygon F (m points) into V[io]; False if degenerate."""
     V[io, 0] = 0.0
@@ -717,7 +723,7 @@ def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _tri(PA, PB, a, b, c, V):
     """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area),
     n = V[_VN]."""
@@ -776,12 +782,14 @@ def reduce_patch(PA, PB, m, V, keep):
 
 
 @njit(**_NONRT_INLINE)
-def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, keep, ws):
+def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, cap,
+               keep, ws):
     """Reduce the patch (normal n = V[_VN]) to ≤ 4 points and write them as contacts from
     index k.
 
-    out_i (cap, 5) int64: body1, body2, geom1, geom2, key; out_f (cap, 16): position (3),
-    frame row-major (9), distance, friction, restitution, compliance.
+    out_i (5, cap) int64: rows body1, body2, geom1, geom2, key; out_p (cap, 3): position;
+    out_R (cap, 3, 3): frame; out_s (4, cap): rows distance, friction, restitution,
+    compliance (so that the first k entries of each row or block are contiguous).
     Friction = sqrt(μa μb), restitution = max(ea, eb), compliance = ca + cb.
     keep (4,) int64, ws (NWS, MAXF): scratch.
     Returns the new k (counts past cap so the caller can grow the buffers)."""
@@ -817,20 +825,20 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
             if ws[8, jj] < ws[8, j] or (ws[8, jj] == ws[8, j] and jj < j):
                 slot += 1
         if k < cap:
-            out_i[k, 0] = gbody[b]
-            out_i[k, 1] = gbody[a]
-            out_i[k, 2] = b
-            out_i[k, 3] = a
-            out_i[k, 4] = pair + slot
+            out_i[0, k] = gbody[b]
+            out_i[1, k] = gbody[a]
+            out_i[2, k] = b
+            out_i[3, k] = a
+            out_i[4, k] = pair + slot
             for q in range(3):
-                out_f[k, q] = 0.5 * (PA[i, q] + PB[i, q])
-                out_f[k, 3 + 3 * q] = V[_VT1, q]
-                out_f[k, 4 + 3 * q] = V[_VT2, q]
-                out_f[k, 5 + 3 * q] = V[_VN, q]
-            out_f[k, 12] = _dotrr(PB, i, V, _VN) - _dotrr(PA, i, V, _VN)
-            out_f[k, 13] = mu
-            out_f[k, 14] = e
-            out_f[k, 15] = cmp
+                out_p[k, q] = 0.5 * (PA[i, q] + PB[i, q])
+                out_R[k, q, 0] = V[_VT1, q]
+                out_R[k, q, 1] = V[_VT2, q]
+                out_R[k, q, 2] = V[_VN, q]
+            out_s[0, k] = _dotrr(PB, i, V, _VN) - _dotrr(PA, i, V, _VN)
+            out_s[1, k] = mu
+            out_s[2, k] = e
+            out_s[3, k] = cmp
         k += 1
     return k
 
@@ -884,7 +892,7 @@ def _box_box(gsize, gR, gp, a, b, V, margin):
     return best, edge
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _segments_closest(A, ia, ja, B, ib, jb, C, ic1, ic2):
     """Closest points C[ic1] on segment A[ia]-A[ja] and C[ic2] on B[ib]-B[jb] (either may be
     a point). The output rows must not be input rows."""
@@ -1069,9 +1077,15 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
     mA = INF_FEATURE
     mB = INF_FEATURE
     if case != 1:
-        mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, case >= 3)
+        if ka == BOX:
+            mA = _support_box(a, gsize, gR, gp, V, _VN, tol, FA)
+        else:
+            mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, case >= 3)
     if case != 2:
-        mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, case >= 3)
+        if kb == BOX:
+            mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol, FB)
+        else:
+            mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, case >= 3)
     # 3. witness pair
     if case == 1:
         dmin = np.inf
@@ -1119,12 +1133,13 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
 
 @njit(**_NONRT)
 def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, cverts, coff,
-                 native_ok, margin, tol, gfric, grest, gcomp, out_i, out_f, V, PA, PB, FA, FB, ws, keep):
+                 native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, V, PA, PB, FA, FB,
+                 ws, keep):
     """Native narrow phase of the candidate pairs from index pi on, contacts appended from
     index k; pairs left to the library backend go to lib_pairs. Stops before a sphere–box
     pair (solved by the caller, it allocates). Returns (next pair index, nlib, k)."""
     ng = gbody.shape[0]
-    cap = out_i.shape[0]
+    cap = out_i.shape[1]
     while pi < npairs:
         a, b = pairs[pi, 0], pairs[pi, 1]
         ka, kb = gkind[a], gkind[b]
@@ -1140,7 +1155,8 @@ def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR,
             lib_pairs[nlib] = pi
             nlib += 1
         elif m > 0:
-            k = emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, keep, ws)
+            k = emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                           cap, keep, ws)
         pi += 1
     return pi, nlib, k
 
@@ -1164,7 +1180,7 @@ def q_status(jint, q):
 @njit(**_JIT)
 def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff,
                   allow, planes, others, native_ok, margin, tol, gfric, grest, gcomp,
-                  oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_f):
+                  oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
     """Input check of q, FK, geometry placements, AABBs, broad phase and the native narrow
     phase.
 
@@ -1195,21 +1211,22 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     pi = 0
     while True:
         pi, nlib, k = _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, cverts,
-                                   coff, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_f, V, PA, PB,
-                                   FA, FB, ws, keep)
+                                   coff, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+                                   V, PA, PB, FA, FB, ws, keep)
         if pi >= npairs:
             break
         a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair
         if _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB) > 0:
-            k = emit_patch(a, b, V, PA, PB, 1, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                           out_i.shape[0], keep, ws)
+            k = emit_patch(a, b, V, PA, PB, 1, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+                           k, out_i.shape[1], keep, ws)
         pi += 1
     return Q_OK, npairs, nlib, k
 
 
 @njit(cache=True, error_model="numpy")
 def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, bwa, bwb, i, tol,
-                             gbody, ng, gfric, grest, gcomp, out_i, out_f, k, V, PA, PB, FA, FB, ws, keep):
+                             gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, PA, PB, FA, FB, ws,
+                             keep):
     """Library backends that return a normal and one witness pair (fcl): build the patch
     from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
     Returns the new contact count."""
@@ -1233,13 +1250,13 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, bwa, 
             V[_VPLB0, q] = gp[b, q]
             V[_VPLB1, q] = gR[b, q, 2]
     m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
-    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                      out_i.shape[0], keep, ws)
+    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                      out_i.shape[1], keep, ws)
 
 
 @njit(cache=True, error_model="numpy")
 def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, PA, PB, m, bwa, bwb, i, tol,
-                       gbody, ng, gfric, grest, gcomp, out_i, out_f, k, V, FA, FB, ws, keep):
+                       gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, FA, FB, ws, keep):
     """Library backends that return a whole patch (coal): each patch point (PA, PB; m) is
     lifted back onto both shapes' support features along n = bn[i], so every point gets its
     own distance (coal gives all points of a patch the pair's distance); the witness pair
@@ -1312,13 +1329,13 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, PA, PB, m, 
                 m += 1
             _cprr(PA, jb, bwa, i)
             _cprr(PB, jb, bwb, i)
-    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                      out_i.shape[0], keep, ws)
+    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                      out_i.shape[1], keep, ws)
 
 
 @njit(**_JIT)
 def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, cverts, coff, tol,
-                            gbody, gfric, grest, gcomp, out_i, out_f, k):
+                            gbody, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k):
     """`patch_from_normal_kernel` over a batch of library results (fcl): pairs bpair (P, 2),
     normals bn (P, 3), witness points bwa, bwb (P, 3). Returns the new contact count."""
     ng = gbody.shape[0]
@@ -1331,14 +1348,14 @@ def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, c
     keep = np.empty(4, dtype=np.int64)
     for i in range(npairs):
         k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn, bwa,
-                                     bwb, i, tol, gbody, ng, gfric, grest, gcomp, out_i, out_f, k,
+                                     bwb, i, tol, gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                                      V, PA, PB, FA, FB, ws, keep)
     return k
 
 
 @njit(**_JIT)
 def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize, gR, gp, cverts, coff,
-                      tol, gbody, gfric, grest, gcomp, out_i, out_f, k):
+                      tol, gbody, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k):
     """`emit_points_kernel` over a batch of library patches (coal): bPA, bPB (P, MAXF, 3) with
     bcnt (P,) points each. Returns the new contact count."""
     ng = gbody.shape[0]
@@ -1350,5 +1367,5 @@ def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize,
     for i in range(npairs):
         k = emit_points_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn,
                                bPA[i], bPB[i], bcnt[i], bwa, bwb, i, tol, gbody, ng, gfric, grest,
-                               gcomp, out_i, out_f, k, V, FA, FB, ws, keep)
+                               gcomp, out_i, out_p, out_R, out_s, k, V, FA, FB, ws, keep)
     return k

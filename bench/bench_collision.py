@@ -1,6 +1,7 @@
-"""Collision detection per call: the 30-box square pyramid, the 30-box stack and G1 lying on
-the ground (also with a 2 cm margin), coal vs python-fcl, with and without the native numba
-kernels, in the same run.
+"""Collision detection per call: the 30-box square pyramid, the 30-box stack, G1 lying on the
+ground (also with a 2 cm margin) and bench_step's pyramids as the simulator sees them (settled
+for 100 steps, 2 mm margin), coal vs python-fcl, with and without the native numba kernels, in
+the same run.
 
 Variants (all through `collision.CollisionDetector.detect(q)`, input checks and the copy of
 the output arrays included):
@@ -13,6 +14,9 @@ DynamicAABBTreeCollisionManager (update + collide with a collecting callback), F
 
 Times are the median over rounds of the best-of-3 mean of a batch; variants alternate inside
 each round so machine noise hits all alike. Ratios are against `coal` (library narrow phase).
+"kernel" is the numba call alone (input check, FK, placements, AABBs, broad phase, native
+narrow phase; `CollisionDetector._run_kernel`): the rest of detect() is the library pairs and
+the copy of the output arrays.
 
     python bench/bench_collision.py [--number 200] [--rounds 5]
 """
@@ -61,6 +65,15 @@ def stack():
                   quaternion=(0, 0, np.sin(a), np.cos(a)))
     w = b.build()
     return w, w.q0, 4 * 30
+
+
+def settled(centres):
+    """bench_step's box pyramid after 100 steps of the simulator (dt 1 ms), its 2 mm margin."""
+    from bench.bench_step import DT, box_world
+    w = box_world(centres)
+    sim = simstep.Simulator(w, dt=DT)
+    sim.run(100)
+    return w, sim.q.copy(), None
 
 
 def g1_lying():
@@ -118,8 +131,11 @@ def per_call_us(fn, number):
 
 
 def run(number, rounds):
+    from bench.bench_step import square_centres, triangle_centres
     scenes = {"pyramid-30": (pyramid, 0.0), "stack-30": (stack, 0.0), "g1-lying": (g1_lying, 0.0),
-              "g1-lying-m2cm": (g1_lying, 0.02)}
+              "g1-lying-m2cm": (g1_lying, 0.02),
+              "step-triangle-10": (lambda: settled(triangle_centres()), 2e-3),
+              "step-square-30": (lambda: settled(square_centres()), 2e-3)}
     variants = [("coal+native", "coal", True), ("coal", "coal", False),
                 ("fcl+native", "fcl", True), ("fcl", "fcl", False)]
     rows, broad = [], []
@@ -133,14 +149,19 @@ def run(number, rounds):
                              ground=int((c.body2 == -1).sum()), min_distance=float(c.distance.min()),
                              candidates=d.stats["candidates"], library_pairs=d.stats["library_pairs"])
         fns = {v: (lambda d=d: d.detect(q)) for v, d in dets.items()}
+        kfns = {v: (lambda d=d: d._run_kernel(q)) for v, d in dets.items()}
         times = {v: [] for v in fns}
+        ktimes = {v: [] for v in fns}
         for _ in range(rounds):
             for v, fn in fns.items():
                 times[v].append(per_call_us(fn, number))
+                ktimes[v].append(per_call_us(kfns[v], number))
         med = {v: float(np.median(t)) for v, t in times.items()}
+        kmed = {v: float(np.median(t)) for v, t in ktimes.items()}
         for v in fns:
-            rows.append(dict(scene=name, variant=v, us_per_call=med[v], ratio_to_coal=med[v] / med["coal"],
-                             margin=margin, expected_contacts=expected, **counts[v]))
+            rows.append(dict(scene=name, variant=v, us_per_call=med[v], kernel_us=kmed[v],
+                             ratio_to_coal=med[v] / med["coal"], margin=margin, expected_contacts=expected,
+                             **counts[v]))
         # broad phase alone: ours (FK + placements + AABBs + SAP + filter) vs coal's manager
         det = dets["coal"]
         mgr = CoalManagerBroadPhase(w)  # (no margin: AABBs as they are)
@@ -162,16 +183,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     rows, broad = run(args.number, args.rounds)
-    print(f"{'scene':<12} {'variant':<12} {'us/call':>10} {'x coal':>8} {'contacts':>9} {'expected':>9} "
-          f"{'pairs':>6} {'min dist (m)':>13}")
+    print(f"{'scene':<16} {'variant':<12} {'us/call':>10} {'kernel':>8} {'x coal':>8} {'contacts':>9} "
+          f"{'expected':>9} {'pairs':>6} {'min dist (m)':>13}")
     for r in rows:
-        print(f"{r['scene']:<12} {r['variant']:<12} {r['us_per_call']:>10.1f} {r['ratio_to_coal']:>8.3f} "
-              f"{r['contacts']:>9d} {str(r['expected_contacts'] or '-'):>9} {r['pairs']:>6d} "
-              f"{r['min_distance']:>13.2e}")
-    print(f"\nbroad phase alone (FK included): {'scene':<12} {'ours us':>9} {'coal mgr us':>12} {'ratio':>7} "
+        print(f"{r['scene']:<16} {r['variant']:<12} {r['us_per_call']:>10.1f} {r['kernel_us']:>8.1f} "
+              f"{r['ratio_to_coal']:>8.3f} {r['contacts']:>9d} {str(r['expected_contacts'] or '-'):>9} "
+              f"{r['pairs']:>6d} {r['min_distance']:>13.2e}")
+    print(f"\nbroad phase alone (FK included): {'scene':<16} {'ours us':>9} {'coal mgr us':>12} {'ratio':>7} "
           f"{'our pairs':>10} {'mgr pairs':>10}")
     for r in broad:
-        print(f"{'':33}{r['scene']:<12} {r['ours_us']:>9.1f} {r['coal_manager_us']:>12.1f} {r['ratio']:>7.3f} "
+        print(f"{'':33}{r['scene']:<16} {r['ours_us']:>9.1f} {r['coal_manager_us']:>12.1f} {r['ratio']:>7.3f} "
               f"{r['ours_pairs']:>10d} {r['coal_manager_pairs']:>10d}")
     import coal
     import fcl

@@ -2,7 +2,8 @@
 depth from fcl, patch built by clipping support features in `kernels.build_patch`).
 
 Both take the candidate pairs (a < b) left by the native kernels, with the geometries'
-world placements, and append contacts to the detector's flat output buffers.
+world placements, and append contacts to the detector's flat output buffers ``out`` (a tuple
+(out_i, out_p, out_R, out_s), see `kernels.emit_patch`).
 """
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ class CoalBackend:
         tris.extend([coal.Triangle(int(a), int(b), int(c)) for a, b, c in S.ctris[i]])
         return coal.Convex(pts, tris)
 
-    def run(self, pairs, gR, gp, out_i, out_f, k):
+    def run(self, pairs, gR, gp, out, k):
         S = self.S
         coal = self.coal
         B = self.batch
@@ -110,7 +111,7 @@ class CoalBackend:
             return k
         return K.emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
                                    S.cverts, S.coff, self.tol, S.body, S.friction, S.restitution,
-                                   S.compliance, out_i, out_f, k)
+                                   S.compliance, *out, k)
 
 
 class FclBackend:
@@ -146,7 +147,7 @@ class FclBackend:
         faces = np.hstack([np.full((len(tris), 1), 3), tris]).ravel()
         return fcl.Convex(S.convex_vertices(i).copy(), len(tris), faces)
 
-    def run(self, pairs, gR, gp, out_i, out_f, k):
+    def run(self, pairs, gR, gp, out, k):
         fcl, S = self.fcl, self.S
         seen = set()
         kind = S.kind
@@ -193,4 +194,4 @@ class FclBackend:
             return k
         return K.patch_from_normal_batch(P, B.pair, B.n, B.wa, B.wb, S.kind, S.size, gR, gp, S.cverts, S.coff,
                                          self.tol, S.body, S.friction, S.restitution, S.compliance,
-                                         out_i, out_f, k)
+                                         *out, k)

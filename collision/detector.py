@@ -48,19 +48,15 @@ class Contacts:
     __slots__ = ("body1", "body2", "geom1", "geom2", "position", "frame", "distance",
                  "friction", "restitution", "compliance", "key")
 
-    def __init__(self, out_i, out_f):
-        k = out_i.shape[0]
-        self.body1 = out_i[:, 0].copy()
-        self.body2 = out_i[:, 1].copy()
-        self.geom1 = out_i[:, 2].copy()
-        self.geom2 = out_i[:, 3].copy()
-        self.key = out_i[:, 4].copy()
-        self.position = out_f[:, 0:3].copy()
-        self.frame = out_f[:, 3:12].reshape(k, 3, 3).copy()
-        self.distance = out_f[:, 12].copy()
-        self.friction = out_f[:, 13].copy()
-        self.restitution = out_f[:, 14].copy()
-        self.compliance = out_f[:, 15].copy()
+    def __init__(self, out_i, out_p, out_R, out_s, k):
+        # the detector's buffers (see `kernels.emit_patch`) hold each field's first k entries
+        # contiguously: 4 contiguous copies, and the 1-D fields are rows of two of them
+        I = out_i[:, :k].copy()
+        self.body1, self.body2, self.geom1, self.geom2, self.key = I[0], I[1], I[2], I[3], I[4]
+        self.position = out_p[:k].copy()
+        self.frame = out_R[:k].copy()
+        F = out_s[:, :k].copy()
+        self.distance, self.friction, self.restitution, self.compliance = F[0], F[1], F[2], F[3]
 
     @property
     def normal(self):
@@ -157,9 +153,15 @@ class CollisionDetector:
         self._pairs = np.zeros((cap, 2), dtype=np.int64)
         self._lib = np.zeros(cap, dtype=np.int64)
 
-    def _alloc_out(self, cap):
-        self._out_i = np.zeros((cap, 5), dtype=np.int64)
-        self._out_f = np.zeros((cap, 16))
+    def _alloc_out(self, cap, keep=0):
+        """Output buffers for cap contacts (layout in `kernels.emit_patch`), keeping the first
+        `keep` contacts of the current ones."""
+        out = (np.zeros((5, cap), dtype=np.int64), np.zeros((cap, 3)), np.zeros((cap, 3, 3)), np.zeros((4, cap)))
+        if keep:
+            oi, op, oR, os = self._out
+            out[0][:, :keep], out[1][:keep], out[2][:keep], out[3][:, :keep] = \
+                oi[:, :keep], op[:keep], oR[:keep], os[:, :keep]
+        self._out = out
 
     def _filter(self, model, skip_adjacent, self_collision, exclude):
         S = self.shapes
@@ -231,29 +233,33 @@ class CollisionDetector:
 
     # ------------------------------------------------------------------ queries
     def _check_q(self, q):
+        """q as a float array of shape (nq,); finiteness and unit quaternions are checked by
+        the kernel (`_run_kernel`)."""
         q = np.asarray(q, dtype=float)
         if q.shape != (self.model.nq,):
             raise CollisionError(f"q has shape {q.shape}, expected ({self.model.nq},)")
-        if not np.all(np.isfinite(q)):
-            raise CollisionError("q contains NaN or inf")
-        if self._quat_idx.size:
-            nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
-            if np.any(np.abs(nrm - 1.0) > 1e-6):
-                raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
         return q
+
+    def _bad_q(self, q, status):
+        if status == K.Q_NOT_FINITE:
+            raise CollisionError("q contains NaN or inf")
+        nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
+        raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
 
     def _run_kernel(self, q):
         S = self.shapes
         while True:
-            npairs, nlib, k = K.detect_kernel(
+            status, npairs, nlib, k = K.detect_kernel(
                 self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
                 S.cverts, S.coff, self.allow, self.planes, self.others, self.native_ok, self.margin,
                 self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
-                self._gp, self._lo, self._hi, self._pairs, self._lib, self._out_i, self._out_f)
+                self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
+            if status != K.Q_OK:
+                self._bad_q(q, status)
             if npairs > self._pairs.shape[0]:
                 self._alloc_pairs(2 * npairs)
                 continue
-            if k > self._out_i.shape[0]:
+            if k > self._out[0].shape[1]:
                 self._alloc_out(2 * k)
                 continue
             return npairs, nlib, k
@@ -265,15 +271,13 @@ class CollisionDetector:
         if nlib:
             lib = self._pairs[self._lib[:nlib]]
             while True:
-                k2 = self._backend.run(lib, self._gR, self._gp, self._out_i, self._out_f, k)
-                if k2 <= self._out_i.shape[0]:
+                k2 = self._backend.run(lib, self._gR, self._gp, self._out, k)
+                if k2 <= self._out[0].shape[1]:
                     break
-                oi, of = self._out_i[:k].copy(), self._out_f[:k].copy()
-                self._alloc_out(2 * k2)
-                self._out_i[:k], self._out_f[:k] = oi, of
+                self._alloc_out(2 * k2, keep=k)
             k = k2
         self.stats["candidates"], self.stats["library_pairs"], self.stats["contacts"] = npairs, nlib, k
-        return Contacts(self._out_i[:k], self._out_f[:k])
+        return Contacts(*self._out, k)
 
     def candidate_pairs(self, q):
         """(p, 2) geometry index pairs (a < b) that pass the filter and the broad phase."""

@@ -11,10 +11,22 @@ points from body 2 into body 1 as DESIGN.md requires.
 Shape kinds and their ``size`` row (4 floats): PLANE (unused; the halfspace z <= 0 of its
 placement), SPHERE (r), CAPSULE (r, half length), CYLINDER (r, half length), BOX (hx, hy, hz),
 CONVEX (vertices in ``cverts[coff[g]:coff[g+1]]``, geometry frame).
+
+Performance (profiled with perf on the box pyramids): numba's runtime (NRT) increments and
+decrements an atomic reference count for every array view made in a kernel (``A[i]``,
+``A[2:4]``) and for every array argument of a call between kernels (about 10 ns per pair of
+operations here), and a call passes each array as 7 to 11 machine words. Both cost more
+than the geometry. So the per-pair kernels never slice (whole arrays with row indices:
+geometry g of ``gR``/``gp``/``gsize``, point i of a feature, 3-vectors as rows of the
+workspace ``V`` named by the ``_V*`` constants), run without the runtime (``_NONRT``: no
+reference counting, no allocation), the ones called per pair or per point are inlined
+(``_NONRT_INLINE``), and the scratch arrays are allocated once per detection. The code that
+allocates (ordered convex-hull faces, sphere–box) runs in NRT kernels outside that loop.
 """
 import numpy as np
 from numba import njit
 
+from models.joints import FREE
 from models.kinematics import fk_kernel
 
 PLANE, SPHERE, CAPSULE, CYLINDER, BOX, CONVEX = 0, 1, 2, 3, 4, 5
@@ -23,8 +35,23 @@ KIND_CODES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "cylinder": 
 MAXF = 64           # max points of one support feature / clipped polygon
 NDISC = 12          # samples of a cylinder's flat face
 INF_FEATURE = -1    # feature size of a plane (infinite face)
+NEEDS_HULL = -3     # support_feature: an ordered convex-hull face (see support_feature_any)
+
+# rows of the 3-vector workspace V (NV3, 3) shared by the narrow phase and the patch code
+(_VT1, _VT2, _VXA0, _VXAN, _VXB0, _VXBN, _VEX0, _VN, _VPLA0, _VPLA1, _VPLB0, _VPLB1,
+ _VPAW, _VPBW, _VNEGN, _VC1, _VC2, _VREF, _VQA, _VQB) = range(20)
+NV3 = 20
+NWS = 9             # rows of the scalar workspace ws (NWS, MAXF); row 8: angles in emit_patch
+
+# detect_kernel status codes
+Q_OK, Q_NOT_FINITE, Q_NOT_UNIT = 0, -1, -2
 
 _JIT = dict(cache=True, error_model="numpy")
+# Kernels without numba's runtime (see the module docstring). They cannot allocate nor call a
+# kernel that does (numba refuses to compile them); the allocations stay in the callers
+# (`detect_kernel`, the library-pair kernels, `support_feature_any`, `_sphere_box_pair`).
+_NONRT = dict(cache=True, error_model="numpy", _nrt=False)
+_NONRT_INLINE = dict(_NONRT, inline="always")
 
 
 # ---------------------------------------------------------------- small vector helpers
@@ -49,9 +76,17 @@ def _dotr(A, i, b):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _dotc(b, A, j):
-    """b · A[:, j] without making a view of the column."""
-    return b[0] * A[0, j] + b[1] * A[1, j] + b[2] * A[2, j]
+def _dotrr(A, i, B, j):
+    """A[i] · B[j] without views."""
+    return A[i, 0] * B[j, 0] + A[i, 1] * B[j, 1] + A[i, 2] * B[j, 2]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cprr(A, i, B, j):
+    """A[i] = B[j] without views."""
+    A[i, 0] = B[j, 0]
+    A[i, 1] = B[j, 1]
+    A[i, 2] = B[j, 2]
 
 
 @njit(cache=True, error_model="numpy")
@@ -78,21 +113,50 @@ def tangent_basis(n, ref, t1, t2):
     t2[2] = n[0] * t1[1] - n[1] * t1[0]
 
 
+@njit(**_NONRT)
+def _tangent_basis_v(V, i_n, i_ref, i_t1, i_t2):
+    """`tangent_basis` on rows of V: n = V[i_n], ref = V[i_ref] into t1 = V[i_t1], t2 = V[i_t2]
+    (same arithmetic; the four rows must be distinct)."""
+    d = _dotrr(V, i_ref, V, i_n)
+    for k in range(3):
+        V[i_t1, k] = V[i_ref, k] - d * V[i_n, k]
+    nrm = np.sqrt(_dotrr(V, i_t1, V, i_t1))
+    if nrm < 0.3:
+        ax = 0
+        if abs(V[i_n, 1]) < abs(V[i_n, ax]):
+            ax = 1
+        if abs(V[i_n, 2]) < abs(V[i_n, ax]):
+            ax = 2
+        for k in range(3):
+            V[i_t1, k] = -V[i_n, ax] * V[i_n, k]
+        V[i_t1, ax] += 1.0
+        nrm = np.sqrt(_dotrr(V, i_t1, V, i_t1))
+    for k in range(3):
+        V[i_t1, k] /= nrm
+    V[i_t2, 0] = V[i_n, 1] * V[i_t1, 2] - V[i_n, 2] * V[i_t1, 1]
+    V[i_t2, 1] = V[i_n, 2] * V[i_t1, 0] - V[i_n, 0] * V[i_t1, 2]
+    V[i_t2, 2] = V[i_n, 0] * V[i_t1, 1] - V[i_n, 1] * V[i_t1, 0]
+
+
 # ---------------------------------------------------------------- placements, AABBs
-@njit(**_JIT)
+@njit(**_NONRT)
 def placements_kernel(gbody, gRl, gpl, oR, op, gR, gp):
     """World placement of every geometry: gR (ng,3,3), gp (ng,3) from body placements."""
     for g in range(gbody.shape[0]):
         b = gbody[g]
         if b < 0:
-            gR[g] = gRl[g]
-            gp[g] = gpl[g]
+            for r in range(3):
+                gp[g, r] = gpl[g, r]
+                for c in range(3):
+                    gR[g, r, c] = gRl[g, r, c]
         else:
-            gR[g] = oR[b] @ gRl[g]
-            gp[g] = oR[b] @ gpl[g] + op[b]
+            for r in range(3):
+                for c in range(3):
+                    gR[g, r, c] = oR[b, r, 0] * gRl[g, 0, c] + oR[b, r, 1] * gRl[g, 1, c] + oR[b, r, 2] * gRl[g, 2, c]
+                gp[g, r] = (oR[b, r, 0] * gpl[g, 0] + oR[b, r, 1] * gpl[g, 1] + oR[b, r, 2] * gpl[g, 2]) + op[b, r]
 
 
-@njit(**_JIT)
+@njit(**_NONRT)
 def aabb_kernel(gkind, gR, gp, lc, le, inflate, lo, hi):
     """World AABBs lo, hi (ng,3) of the local boxes (center lc, half extents le), inflated.
     Planes get infinite boxes."""
@@ -211,34 +275,83 @@ def _hull2d(pts, m, t1, t2, out):
     return h
 
 
-@njit(cache=True, error_model="numpy")
-def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
-    """Points of the shape's surface that maximize x·d within `tol` (metres): a vertex,
-    an edge (2 points) or a face (convex polygon, ordered); written into out (MAXF, 3).
-    ordered=False (contact with a plane): a convex hull's selected vertices unordered, the
-    extreme one first, none dropped as interior. Returns the count; -1 for a plane."""
+@njit(**_NONRT_INLINE)
+def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
+    """`support_feature` of box g (inlined on the box-box and box-plane paths)."""
+    # per local axis j: span the face (both signs) when |d_j| is within the tolerance
+    ns = 0
+    sg0 = sg1 = sg2 = 0.0
+    sp0 = sp1 = sp2 = False
+    for j in range(3):
+        dj = gR[g, 0, j] * D[i_d, 0] + gR[g, 1, j] * D[i_d, 1] + gR[g, 2, j] * D[i_d, 2]
+        sgj = 1.0 if dj >= 0 else -1.0
+        spj = 2.0 * gsize[g, j] * abs(dj) <= tol
+        if spj:
+            ns += 1
+        if j == 0:
+            sg0, sp0 = sgj, spj
+        elif j == 1:
+            sg1, sp1 = sgj, spj
+        else:
+            sg2, sp2 = sgj, spj
+    if ns == 3:  # cannot happen for a unit d; guard anyway
+        ns = 0
+        sp0 = sp1 = sp2 = False
+    cnt = 1 << ns
+    s0, s1, s2 = gsize[g, 0], gsize[g, 1], gsize[g, 2]
+    for i in range(cnt):
+        # cyclic sign patterns of the spanned axes: 1 axis (+), (-); 2 axes (+,+), (+,-), (-,-), (-,+)
+        first = 1.0 if (i == 0 or i == 1) else -1.0
+        second = 1.0 if (i == 0 or i == 3) else -1.0
+        if ns == 1:
+            first = 1.0 if i == 0 else -1.0
+        used = 0
+        l0 = sg0 * s0
+        if sp0:
+            l0 = s0 * first
+            used = 1
+        l1 = sg1 * s1
+        if sp1:
+            l1 = s1 * (first if used == 0 else second)
+            used += 1
+        l2 = sg2 * s2
+        if sp2:
+            l2 = s2 * (first if used == 0 else second)
+        for k in range(3):
+            out[i, k] = gp[g, k] + gR[g, k, 0] * l0 + gR[g, k, 1] * l1 + gR[g, k, 2] * l2
+    return cnt
+
+
+@njit(**_NONRT)
+def support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered=True):
+    """Points of geometry g's surface (kind, gsize[g], placement gR[g], gp[g]) that maximize
+    x·d within `tol` (metres), d = D[i_d]: a vertex, an edge (2 points) or a face (convex
+    polygon, ordered); written into out (MAXF, 3). ordered=False (contact with a plane): a
+    convex hull's selected vertices unordered, the extreme one first, none dropped as
+    interior. Returns the count; -1 for a plane; NEEDS_HULL for a convex hull's face of
+    more than 2 vertices with ordered=True (`support_feature_any` orders it)."""
     if kind == PLANE:
         return INF_FEATURE
     if kind == SPHERE:
         for k in range(3):
-            out[0, k] = p[k] + size[0] * d[k]
+            out[0, k] = gp[g, k] + gsize[g, 0] * D[i_d, k]
         return 1
     if kind == CAPSULE:
-        r, h = size[0], size[1]
-        du = R[0, 2] * d[0] + R[1, 2] * d[1] + R[2, 2] * d[2]
+        r, h = gsize[g, 0], gsize[g, 1]
+        du = gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2]
         if 2.0 * h * abs(du) <= tol:
             for k in range(3):
-                out[0, k] = p[k] + h * R[k, 2] + r * d[k]
-                out[1, k] = p[k] - h * R[k, 2] + r * d[k]
+                out[0, k] = gp[g, k] + h * gR[g, k, 2] + r * D[i_d, k]
+                out[1, k] = gp[g, k] - h * gR[g, k, 2] + r * D[i_d, k]
             return 2
         s = 1.0 if du > 0 else -1.0
         for k in range(3):
-            out[0, k] = p[k] + s * h * R[k, 2] + r * d[k]
+            out[0, k] = gp[g, k] + s * h * gR[g, k, 2] + r * D[i_d, k]
         return 1
     if kind == CYLINDER:
-        r, h = size[0], size[1]
-        du = R[0, 2] * d[0] + R[1, 2] * d[1] + R[2, 2] * d[2]
-        w0, w1, w2 = d[0] - du * R[0, 2], d[1] - du * R[1, 2], d[2] - du * R[2, 2]
+        r, h = gsize[g, 0], gsize[g, 1]
+        du = gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2]
+        w0, w1, w2 = D[i_d, 0] - du * gR[g, 0, 2], D[i_d, 1] - du * gR[g, 1, 2], D[i_d, 2] - du * gR[g, 2, 2]
         wn = np.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
         s = 1.0 if du > 0 else -1.0
         if 2.0 * r * wn <= tol:  # flat face: sampled disc
@@ -246,7 +359,7 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
                 th = 2.0 * np.pi * i / NDISC
                 c, sn = r * np.cos(th), r * np.sin(th)
                 for k in range(3):
-                    out[i, k] = p[k] + s * h * R[k, 2] + c * R[k, 0] + sn * R[k, 1]
+                    out[i, k] = gp[g, k] + s * h * gR[g, k, 2] + c * gR[g, k, 0] + sn * gR[g, k, 1]
             if s < 0:  # keep the polygon counter-clockwise seen along d
                 for i in range(NDISC // 2):
                     for k in range(3):
@@ -258,83 +371,87 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
         if 2.0 * h * abs(du) <= tol:  # side line
             for k in range(3):
                 wk = w0 if k == 0 else (w1 if k == 1 else w2)
-                out[0, k] = p[k] + h * R[k, 2] + r * wk
-                out[1, k] = p[k] - h * R[k, 2] + r * wk
+                out[0, k] = gp[g, k] + h * gR[g, k, 2] + r * wk
+                out[1, k] = gp[g, k] - h * gR[g, k, 2] + r * wk
             return 2
         for k in range(3):
             wk = w0 if k == 0 else (w1 if k == 1 else w2)
-            out[0, k] = p[k] + s * h * R[k, 2] + r * wk
+            out[0, k] = gp[g, k] + s * h * gR[g, k, 2] + r * wk
         return 1
     if kind == BOX:
-        # per local axis j: span the face (both signs) when |d_j| is within the tolerance
-        ns = 0
-        sg0 = sg1 = sg2 = 0.0
-        sp0 = sp1 = sp2 = False
-        for j in range(3):
-            dj = R[0, j] * d[0] + R[1, j] * d[1] + R[2, j] * d[2]
-            sgj = 1.0 if dj >= 0 else -1.0
-            spj = 2.0 * size[j] * abs(dj) <= tol
-            if spj:
-                ns += 1
-            if j == 0:
-                sg0, sp0 = sgj, spj
-            elif j == 1:
-                sg1, sp1 = sgj, spj
-            else:
-                sg2, sp2 = sgj, spj
-        if ns == 3:  # cannot happen for a unit d; guard anyway
-            ns = 0
-            sp0 = sp1 = sp2 = False
-        cnt = 1 << ns
-        for i in range(cnt):
-            # cyclic sign patterns of the spanned axes: 1 axis (+), (-); 2 axes (+,+), (+,-), (-,-), (-,+)
-            first = 1.0 if (i == 0 or i == 1) else -1.0
-            second = 1.0 if (i == 0 or i == 3) else -1.0
-            if ns == 1:
-                first = 1.0 if i == 0 else -1.0
-            used = 0
-            l0 = sg0 * size[0]
-            if sp0:
-                l0 = size[0] * first
-                used = 1
-            l1 = sg1 * size[1]
-            if sp1:
-                l1 = size[1] * (first if used == 0 else second)
-                used += 1
-            l2 = sg2 * size[2]
-            if sp2:
-                l2 = size[2] * (first if used == 0 else second)
+        return _support_box(g, gsize, gR, gp, D, i_d, tol, out)
+    # CONVEX: the vertices within tol of the support height (world points p + R v)
+    c0, c1 = coff[g], coff[g + 1]
+    dl0 = gR[g, 0, 0] * D[i_d, 0] + gR[g, 1, 0] * D[i_d, 1] + gR[g, 2, 0] * D[i_d, 2]
+    dl1 = gR[g, 0, 1] * D[i_d, 0] + gR[g, 1, 1] * D[i_d, 1] + gR[g, 2, 1] * D[i_d, 2]
+    dl2 = gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2]
+    hmax = -np.inf
+    for i in range(c0, c1):
+        s = cverts[i, 0] * dl0 + cverts[i, 1] * dl1 + cverts[i, 2] * dl2
+        if s > hmax:
+            hmax = s
+    m = 0
+    ibest = -1
+    hbest = 0.0
+    for i in range(c0, c1):
+        s = cverts[i, 0] * dl0 + cverts[i, 1] * dl1 + cverts[i, 2] * dl2
+        if s >= hmax - tol:
+            h = (_cvert_world(gR, gp, g, cverts, i, 0) * D[i_d, 0] + _cvert_world(gR, gp, g, cverts, i, 1) * D[i_d, 1]
+                 + _cvert_world(gR, gp, g, cverts, i, 2) * D[i_d, 2])
+            if ibest < 0 or h > hbest:
+                ibest, hbest = i, h
+            m += 1
+    if m > 2 and ordered:
+        return NEEDS_HULL
+    # unordered: the extreme vertex first, then the others in hull order
+    for k in range(3):
+        out[0, k] = _cvert_world(gR, gp, g, cverts, ibest, k)
+    j = 1
+    for i in range(c0, c1):
+        if i == ibest or j >= out.shape[0]:
+            continue
+        s = cverts[i, 0] * dl0 + cverts[i, 1] * dl1 + cverts[i, 2] * dl2
+        if s >= hmax - tol:
             for k in range(3):
-                out[i, k] = p[k] + R[k, 0] * l0 + R[k, 1] * l1 + R[k, 2] * l2
-        return cnt
-    # CONVEX
-    nv = cverts.shape[0]
-    dl = R.T @ d
+                out[j, k] = _cvert_world(gR, gp, g, cverts, i, k)
+            j += 1
+    return j
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cvert_world(gR, gp, g, cverts, i, k):
+    """Coordinate k of convex vertex i of geometry g in the world."""
+    return gp[g, k] + gR[g, k, 0] * cverts[i, 0] + gR[g, k, 1] * cverts[i, 1] + gR[g, k, 2] * cverts[i, 2]
+
+
+@njit(cache=True, error_model="numpy")
+def support_feature_any(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered=True):
+    """`support_feature`, including the ordered face of a convex hull (the hull of the
+    selected vertices in the plane ⟂ d, which allocates: NRT callers only)."""
+    m = support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered)
+    if m != NEEDS_HULL:
+        return m
+    R = gR[g]
+    p = gp[g]
+    d = D[i_d].copy()
+    cv = cverts[coff[g]:coff[g + 1]]
+    nv = cv.shape[0]
+    dl0 = R[0, 0] * d[0] + R[1, 0] * d[1] + R[2, 0] * d[2]
+    dl1 = R[0, 1] * d[0] + R[1, 1] * d[1] + R[2, 1] * d[2]
+    dl2 = R[0, 2] * d[0] + R[1, 2] * d[1] + R[2, 2] * d[2]
     hmax = -np.inf
     for i in range(nv):
-        s = cverts[i, 0] * dl[0] + cverts[i, 1] * dl[1] + cverts[i, 2] * dl[2]
+        s = cv[i, 0] * dl0 + cv[i, 1] * dl1 + cv[i, 2] * dl2
         if s > hmax:
             hmax = s
     sel = np.empty((nv, 3))
     m = 0
     for i in range(nv):
-        s = cverts[i, 0] * dl[0] + cverts[i, 1] * dl[1] + cverts[i, 2] * dl[2]
+        s = cv[i, 0] * dl0 + cv[i, 1] * dl1 + cv[i, 2] * dl2
         if s >= hmax - tol:
             for k in range(3):
-                sel[m, k] = p[k] + R[k, 0] * cverts[i, 0] + R[k, 1] * cverts[i, 1] + R[k, 2] * cverts[i, 2]
+                sel[m, k] = p[k] + R[k, 0] * cv[i, 0] + R[k, 1] * cv[i, 1] + R[k, 2] * cv[i, 2]
             m += 1
-    if m <= 2 or not ordered:
-        ibest = 0
-        for i in range(m):
-            if _dotr(sel, i, d) > _dotr(sel, ibest, d):
-                ibest = i
-        _cp3(out[0], sel[ibest])
-        j = 1
-        for i in range(m):
-            if i != ibest and j < out.shape[0]:
-                _cp3(out[j], sel[i])
-                j += 1
-        return j
     t1 = np.empty(3)
     t2 = np.empty(3)
     tangent_basis(d, R[:, 0].copy(), t1, t2)
@@ -342,137 +459,144 @@ def support_feature(kind, size, R, p, cverts, d, tol, out, ordered=True):
 
 
 # ---------------------------------------------------------------- patch construction
-@njit(cache=True, error_model="numpy")
-def _lift(F, m, X0, Xn, u, v, t1, t2, n, out):
-    """Point of feature F (m points; polygon with plane (X0, Xn), or segment, or point, or
-    the plane (m == -1, then X0/Xn are the plane's point and normal)) whose projection on
-    the tangent plane is (u, v). Returns False if the lift is ill-conditioned."""
+@njit(**_NONRT_INLINE)
+def _lift(F, m, V, iX0, iXn, u, v, P, ip):
+    """Point of feature F (m points; polygon with plane (X0, Xn) = (V[iX0], V[iXn]), or
+    segment, or point, or the plane (m == -1, then X0/Xn are the plane's point and normal))
+    whose projection on the tangent plane (V[_VT1], V[_VT2]) is (u, v), along n = V[_VN];
+    written into P[ip]. Returns False if the lift is ill-conditioned."""
     for i in range(max(m, 0)):  # a vertex of the feature: exact, even on non-planar sets
-        du, dv = _dotr(F, i, t1) - u, _dotr(F, i, t2) - v
+        du, dv = _dotrr(F, i, V, _VT1) - u, _dotrr(F, i, V, _VT2) - v
         if du * du + dv * dv <= 1e-20:
-            _cp3(out, F[i])
+            _cprr(P, ip, F, i)
             return True
-    b0, b1, b2 = u * t1[0] + v * t2[0], u * t1[1] + v * t2[1], u * t1[2] + v * t2[2]
+    b0, b1, b2 = (u * V[_VT1, 0] + v * V[_VT2, 0], u * V[_VT1, 1] + v * V[_VT2, 1],
+                  u * V[_VT1, 2] + v * V[_VT2, 2])
     if m == INF_FEATURE or m >= 3:
-        den = _dot(n, Xn)
+        den = _dotrr(V, _VN, V, iXn)
         if abs(den) < 1e-9:
             return False
-        s = ((X0[0] - b0) * Xn[0] + (X0[1] - b1) * Xn[1] + (X0[2] - b2) * Xn[2]) / den
-        out[0] = b0 + s * n[0]
-        out[1] = b1 + s * n[1]
-        out[2] = b2 + s * n[2]
+        s = ((V[iX0, 0] - b0) * V[iXn, 0] + (V[iX0, 1] - b1) * V[iXn, 1] + (V[iX0, 2] - b2) * V[iXn, 2]) / den
+        P[ip, 0] = b0 + s * V[_VN, 0]
+        P[ip, 1] = b1 + s * V[_VN, 1]
+        P[ip, 2] = b2 + s * V[_VN, 2]
         return True
     if m == 2:
-        au, av = _dotr(F, 0, t1), _dotr(F, 0, t2)
-        bu, bv = _dotr(F, 1, t1), _dotr(F, 1, t2)
+        au, av = _dotrr(F, 0, V, _VT1), _dotrr(F, 0, V, _VT2)
+        bu, bv = _dotrr(F, 1, V, _VT1), _dotrr(F, 1, V, _VT2)
         L2 = (bu - au) ** 2 + (bv - av) ** 2
         t = 0.0
         if L2 > 1e-24:
             t = ((u - au) * (bu - au) + (v - av) * (bv - av)) / L2
         t = min(1.0, max(0.0, t))
         for k in range(3):
-            out[k] = F[0, k] + t * (F[1, k] - F[0, k])
+            P[ip, k] = F[0, k] + t * (F[1, k] - F[0, k])
         return True
-    _cp3(out, F[0])
+    _cprr(P, ip, F, 0)
     return True
 
 
-@njit(cache=True, error_model="numpy")
-def _snap(F, m, u, v, t1, t2, out):
-    """Replace out by the feature vertex whose projection is (u, v), if there is one."""
+@njit(**_NONRT)
+def _snap(F, m, u, v, V, P, ip):
+    """Replace P[ip] by the feature vertex whose projection on (V[_VT1], V[_VT2]) is (u, v),
+    if there is one."""
     for i in range(m):
-        du, dv = _dotr(F, i, t1) - u, _dotr(F, i, t2) - v
+        du, dv = _dotrr(F, i, V, _VT1) - u, _dotrr(F, i, V, _VT2) - v
         if du * du + dv * dv <= 1e-16:
-            _cp3(out, F[i])
+            _cprr(P, ip, F, i)
             return True
     return False
 
 
-@njit(cache=True, error_model="numpy")
-def _newell(F, m, out):
-    out[:] = 0.0
+@njit(**_NONRT)
+def _newell(F, m, V, io):
+    """Unit Newell normal of the polygon F (m points) into V[io]; False if degenerate."""
+    V[io, 0] = 0.0
+    V[io, 1] = 0.0
+    V[io, 2] = 0.0
     for i in range(m):
         j = (i + 1) % m
-        out[0] += (F[i, 1] - F[j, 1]) * (F[i, 2] + F[j, 2])
-        out[1] += (F[i, 2] - F[j, 2]) * (F[i, 0] + F[j, 0])
-        out[2] += (F[i, 0] - F[j, 0]) * (F[i, 1] + F[j, 1])
-    nrm = np.sqrt(_dot(out, out))
+        V[io, 0] += (F[i, 1] - F[j, 1]) * (F[i, 2] + F[j, 2])
+        V[io, 1] += (F[i, 2] - F[j, 2]) * (F[i, 0] + F[j, 0])
+        V[io, 2] += (F[i, 0] - F[j, 0]) * (F[i, 1] + F[j, 1])
+    nrm = np.sqrt(_dotrr(V, io, V, io))
     if nrm < 1e-300:
         return False
     for k in range(3):
-        out[k] /= nrm
+        V[io, k] /= nrm
     return True
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _reverse(x, m):
+def _reverse(ws, r, m):
     for i in range(m // 2):
-        x[i], x[m - 1 - i] = x[m - 1 - i], x[i]
+        ws[r, i], ws[r, m - 1 - i] = ws[r, m - 1 - i], ws[r, i]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _area2(u, v, m):
+def _area2(ws, ru, rv, m):
     s = 0.0
     for i in range(m):
         j = (i + 1) % m
-        s += u[i] * v[j] - u[j] * v[i]
+        s += ws[ru, i] * ws[rv, j] - ws[ru, j] * ws[rv, i]
     return s
 
 
-@njit(cache=True, error_model="numpy")
-def _clip_polygon(su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
-    """Sutherland–Hodgman: subject polygon (su, sv, sm) clipped by the convex clip polygon
-    (cu, cv, cm), both counter-clockwise. Writes into ou, ov (bu, bv: scratch); returns
-    the count."""
+@njit(**_NONRT)
+def _clip_polygon(ws, su, sv, sm, cu, cv, cm, ou, ov, bu, bv):
+    """Sutherland–Hodgman: subject polygon (rows su, sv of ws; sm points) clipped by the
+    convex clip polygon (rows cu, cv; cm points), both counter-clockwise. Writes into rows
+    ou, ov (bu, bv: scratch rows); returns the count."""
     m = sm
     for i in range(m):
-        ou[i] = su[i]
-        ov[i] = sv[i]
-    cap = ou.shape[0]
+        ws[ou, i] = ws[su, i]
+        ws[ov, i] = ws[sv, i]
+    cap = ws.shape[1]
     for e in range(cm):
         if m == 0:
             break
         e2 = (e + 1) % cm
-        ax, ay = cu[e], cv[e]
-        ex, ey = cu[e2] - ax, cv[e2] - ay
+        ax, ay = ws[cu, e], ws[cv, e]
+        ex, ey = ws[cu, e2] - ax, ws[cv, e2] - ay
         for i in range(m):
-            bu[i] = ou[i]
-            bv[i] = ov[i]
+            ws[bu, i] = ws[ou, i]
+            ws[bv, i] = ws[ov, i]
         nm = m
         m = 0
         for i in range(nm):
             j = (i + 1) % nm
-            pu, pv, qu, qv = bu[i], bv[i], bu[j], bv[j]
+            pu, pv, qu, qv = ws[bu, i], ws[bv, i], ws[bu, j], ws[bv, j]
             dp = ex * (pv - ay) - ey * (pu - ax)
             dq = ex * (qv - ay) - ey * (qu - ax)
             if dp >= 0:
                 if m < cap:
-                    ou[m] = pu
-                    ov[m] = pv
+                    ws[ou, m] = pu
+                    ws[ov, m] = pv
                     m += 1
                 if dq < 0 and m < cap:
                     t = dp / (dp - dq)
-                    ou[m] = pu + t * (qu - pu)
-                    ov[m] = pv + t * (qv - pv)
+                    ws[ou, m] = pu + t * (qu - pu)
+                    ws[ov, m] = pv + t * (qv - pv)
                     m += 1
             elif dq >= 0 and m < cap:
                 t = dp / (dp - dq)
-                ou[m] = pu + t * (qu - pu)
-                ov[m] = pv + t * (qv - pv)
+                ws[ou, m] = pu + t * (qu - pu)
+                ws[ov, m] = pv + t * (qv - pv)
                 m += 1
     return m
 
 
-@njit(cache=True, error_model="numpy")
-def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
-    """Segment a-b clipped by the convex counter-clockwise polygon (Cyrus–Beck)."""
+@njit(**_NONRT)
+def _clip_segment(au, av, bu, bv, ws, cu, cv, cm, ou, ov):
+    """Segment a-b clipped by the convex counter-clockwise polygon in rows cu, cv of ws
+    (Cyrus–Beck), into rows ou, ov."""
     t0, t1 = 0.0, 1.0
     du, dv = bu - au, bv - av
     for e in range(cm):
         e2 = (e + 1) % cm
-        ex, ey = cu[e2] - cu[e], cv[e2] - cv[e]
+        ex, ey = ws[cu, e2] - ws[cu, e], ws[cv, e2] - ws[cv, e]
         # inside: ex*(y - ey0) - ey*(x - ex0) >= 0
-        f0 = ex * (av - cv[e]) - ey * (au - cu[e])
+        f0 = ex * (av - ws[cv, e]) - ey * (au - ws[cu, e])
         fd = ex * dv - ey * du
         if abs(fd) < 1e-300:
             if f0 < 0:
@@ -485,86 +609,89 @@ def _clip_segment(au, av, bu, bv, cu, cv, cm, ou, ov):
             t1 = min(t1, t)
         if t0 > t1:
             return 0
-    ou[0], ov[0] = au + t0 * du, av + t0 * dv
+    ws[ou, 0], ws[ov, 0] = au + t0 * du, av + t0 * dv
     if t1 - t0 < 1e-12:
         return 1
-    ou[1], ov[1] = au + t1 * du, av + t1 * dv
+    ws[ou, 1], ws[ov, 1] = au + t1 * du, av + t1 * dv
     return 2
 
 
-@njit(cache=True, error_model="numpy")
-def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
+@njit(**_NONRT)
+def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     """Contact patch between support features FA (of shape a, along +n) and FB (of b,
-    along -n). m = -1 marks a plane (planeA/planeB = (point, normal) rows). Intersects the
-    projections on the plane ⟂ n and lifts the result back on both features. Falls back to
-    the witness pair (pa_w, pb_w) for point contacts or degenerate cases. Returns the count
-    of (PA[i], PB[i]) point pairs. ws (8, MAXF), v3 (>= 7, 3): scratch."""
-    t1, t2, ex0 = v3[0], v3[1], v3[6]
-    ex0[0], ex0[1], ex0[2] = 1.0, 0.0, 0.0
-    tangent_basis(n, ex0, t1, t2)
-    ou, ov = ws[0], ws[1]
+    along -n), n = V[_VN]. m = -1 marks a plane ((point, normal) in rows _VPLA0, _VPLA1 /
+    _VPLB0, _VPLB1 of V). Intersects the projections on the plane ⟂ n and lifts the result
+    back on both features. Falls back to the witness pair (V[_VPAW], V[_VPBW]) for point
+    contacts or degenerate cases. Returns the count of (PA[i], PB[i]) point pairs.
+    ws (NWS, MAXF): scratch."""
+    V[_VEX0, 0], V[_VEX0, 1], V[_VEX0, 2] = 1.0, 0.0, 0.0
+    _tangent_basis_v(V, _VN, _VEX0, _VT1, _VT2)
     m = 0
-    XA0, XAn, XB0, XBn = v3[2], v3[3], v3[4], v3[5]
     okA, okB = True, True
     if mA == INF_FEATURE:
-        _cp3(XA0, planeA[0])
-        _cp3(XAn, planeA[1])
+        _cprr(V, _VXA0, V, _VPLA0)
+        _cprr(V, _VXAN, V, _VPLA1)
     elif mA >= 3:
-        _cp3(XA0, FA[0])
-        okA = _newell(FA, mA, XAn)
+        _cprr(V, _VXA0, FA, 0)
+        okA = _newell(FA, mA, V, _VXAN)
     if mB == INF_FEATURE:
-        _cp3(XB0, planeB[0])
-        _cp3(XBn, planeB[1])
+        _cprr(V, _VXB0, V, _VPLB0)
+        _cprr(V, _VXBN, V, _VPLB1)
     elif mB >= 3:
-        _cp3(XB0, FB[0])
-        okB = _newell(FB, mB, XBn)
+        _cprr(V, _VXB0, FB, 0)
+        okB = _newell(FB, mB, V, _VXBN)
     if okA and okB and not (mA == INF_FEATURE and mB == INF_FEATURE):
-        if mA == INF_FEATURE or mB == INF_FEATURE:
-            F, mm = (FB, mB) if mA == INF_FEATURE else (FA, mA)
-            if mm >= 2:
-                for i in range(mm):
-                    ou[i] = _dotr(F, i, t1)
-                    ov[i] = _dotr(F, i, t2)
-                m = mm
+        if mA == INF_FEATURE:
+            if mB >= 2:
+                for i in range(mB):
+                    ws[0, i] = _dotrr(FB, i, V, _VT1)
+                    ws[1, i] = _dotrr(FB, i, V, _VT2)
+                m = mB
+        elif mB == INF_FEATURE:
+            if mA >= 2:
+                for i in range(mA):
+                    ws[0, i] = _dotrr(FA, i, V, _VT1)
+                    ws[1, i] = _dotrr(FA, i, V, _VT2)
+                m = mA
         elif mA >= 2 and mB >= 2:
-            ua, va, ub, vb = ws[2], ws[3], ws[4], ws[5]
+            # rows of ws: 0, 1 output (u, v); 2, 3 feature a; 4, 5 feature b; 6, 7 scratch
             for i in range(mA):
-                ua[i] = _dotr(FA, i, t1)
-                va[i] = _dotr(FA, i, t2)
+                ws[2, i] = _dotrr(FA, i, V, _VT1)
+                ws[3, i] = _dotrr(FA, i, V, _VT2)
             for i in range(mB):
-                ub[i] = _dotr(FB, i, t1)
-                vb[i] = _dotr(FB, i, t2)
-            if mA >= 3 and _area2(ua, va, mA) < 0:
-                _reverse(ua, mA)
-                _reverse(va, mA)
-            if mB >= 3 and _area2(ub, vb, mB) < 0:
-                _reverse(ub, mB)
-                _reverse(vb, mB)
+                ws[4, i] = _dotrr(FB, i, V, _VT1)
+                ws[5, i] = _dotrr(FB, i, V, _VT2)
+            if mA >= 3 and _area2(ws, 2, 3, mA) < 0:
+                _reverse(ws, 2, mA)
+                _reverse(ws, 3, mA)
+            if mB >= 3 and _area2(ws, 4, 5, mB) < 0:
+                _reverse(ws, 4, mB)
+                _reverse(ws, 5, mB)
             if mA >= 3 and mB >= 3:
-                if abs(_area2(ua, va, mA)) > 1e-16 and abs(_area2(ub, vb, mB)) > 1e-16:
-                    m = _clip_polygon(ub, vb, mB, ua, va, mA, ou, ov, ws[6], ws[7])
+                if abs(_area2(ws, 2, 3, mA)) > 1e-16 and abs(_area2(ws, 4, 5, mB)) > 1e-16:
+                    m = _clip_polygon(ws, 4, 5, mB, 2, 3, mA, 0, 1, 6, 7)
             elif mA >= 3:
-                if abs(_area2(ua, va, mA)) > 1e-16:
-                    m = _clip_segment(ub[0], vb[0], ub[1], vb[1], ua, va, mA, ou, ov)
+                if abs(_area2(ws, 2, 3, mA)) > 1e-16:
+                    m = _clip_segment(ws[4, 0], ws[5, 0], ws[4, 1], ws[5, 1], ws, 2, 3, mA, 0, 1)
             elif mB >= 3:
-                if abs(_area2(ub, vb, mB)) > 1e-16:
-                    m = _clip_segment(ua[0], va[0], ua[1], va[1], ub, vb, mB, ou, ov)
+                if abs(_area2(ws, 4, 5, mB)) > 1e-16:
+                    m = _clip_segment(ws[2, 0], ws[3, 0], ws[2, 1], ws[3, 1], ws, 4, 5, mB, 0, 1)
             else:  # two segments: an overlap only if parallel
-                dau, dav = ua[1] - ua[0], va[1] - va[0]
-                dbu, dbv = ub[1] - ub[0], vb[1] - vb[0]
+                dau, dav = ws[2, 1] - ws[2, 0], ws[3, 1] - ws[3, 0]
+                dbu, dbv = ws[4, 1] - ws[4, 0], ws[5, 1] - ws[5, 0]
                 la = np.sqrt(dau * dau + dav * dav)
                 lb = np.sqrt(dbu * dbu + dbv * dbv)
                 if la > 1e-12 and lb > 1e-12 and abs(dau * dbv - dav * dbu) <= 1e-6 * la * lb:
                     ex, ey = dau / la, dav / la
-                    s0 = (ub[0] - ua[0]) * ex + (vb[0] - va[0]) * ey
-                    s1 = (ub[1] - ua[0]) * ex + (vb[1] - va[0]) * ey
+                    s0 = (ws[4, 0] - ws[2, 0]) * ex + (ws[5, 0] - ws[3, 0]) * ey
+                    s1 = (ws[4, 1] - ws[2, 0]) * ex + (ws[5, 1] - ws[3, 0]) * ey
                     lo_ = max(0.0, min(s0, s1))
                     hi_ = min(la, max(s0, s1))
                     if hi_ >= lo_:
-                        ou[0], ov[0] = ua[0] + lo_ * ex, va[0] + lo_ * ey
+                        ws[0, 0], ws[1, 0] = ws[2, 0] + lo_ * ex, ws[3, 0] + lo_ * ey
                         m = 1
                         if hi_ - lo_ > 1e-12:
-                            ou[1], ov[1] = ua[0] + hi_ * ex, va[0] + hi_ * ey
+                            ws[0, 1], ws[1, 1] = ws[2, 0] + hi_ * ex, ws[3, 0] + hi_ * ey
                             m = 2
     k = 0
     if m > 0 and (mA == INF_FEATURE or mB == INF_FEATURE):
@@ -572,21 +699,21 @@ def build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3):
         # convex hull within the tolerance need not be planar)
         for i in range(m):
             if mA == INF_FEATURE:
-                _cp3(PB[i], FB[i])
-                _lift(FA, mA, XA0, XAn, ou[i], ov[i], t1, t2, n, PA[i])
+                _cprr(PB, i, FB, i)
+                _lift(FA, mA, V, _VXA0, _VXAN, ws[0, i], ws[1, i], PA, i)
             else:
-                _cp3(PA[i], FA[i])
-                _lift(FB, mB, XB0, XBn, ou[i], ov[i], t1, t2, n, PB[i])
+                _cprr(PA, i, FA, i)
+                _lift(FB, mB, V, _VXB0, _VXBN, ws[0, i], ws[1, i], PB, i)
         return m
     for i in range(m):
-        if not _lift(FA, mA, XA0, XAn, ou[i], ov[i], t1, t2, n, PA[k]):
+        if not _lift(FA, mA, V, _VXA0, _VXAN, ws[0, i], ws[1, i], PA, k):
             continue
-        if not _lift(FB, mB, XB0, XBn, ou[i], ov[i], t1, t2, n, PB[k]):
+        if not _lift(FB, mB, V, _VXB0, _VXBN, ws[0, i], ws[1, i], PB, k):
             continue
         k += 1
     if k == 0:
-        _cp3(PA[0], pa_w)
-        _cp3(PB[0], pb_w)
+        _cprr(PA, 0, V, _VPAW)
+        _cprr(PB, 0, V, _VPBW)
         k = 1
     return k
 
@@ -596,18 +723,19 @@ def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
 
-@njit(cache=True, error_model="numpy")
-def _tri(PA, PB, a, b, c, n):
-    """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area)."""
+@njit(**_NONRT)
+def _tri(PA, PB, a, b, c, V):
+    """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area),
+    n = V[_VN]."""
     ux, uy, uz = _mid(PA, PB, b, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, b, 1) - _mid(PA, PB, a, 1), \
         _mid(PA, PB, b, 2) - _mid(PA, PB, a, 2)
     vx, vy, vz = _mid(PA, PB, c, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, c, 1) - _mid(PA, PB, a, 1), \
         _mid(PA, PB, c, 2) - _mid(PA, PB, a, 2)
-    return (uy * vz - uz * vy) * n[0] + (uz * vx - ux * vz) * n[1] + (ux * vy - uy * vx) * n[2]
+    return (uy * vz - uz * vy) * V[_VN, 0] + (uz * vx - ux * vz) * V[_VN, 1] + (ux * vy - uy * vx) * V[_VN, 2]
 
 
-@njit(cache=True, error_model="numpy")
-def reduce_patch(PA, PB, m, n, keep):
+@njit(**_NONRT)
+def reduce_patch(PA, PB, m, V, keep):
     """Indices (into keep) of at most 4 points of the patch: the deepest, the farthest from
     it, the one maximizing the triangle area, then the one adding the most area."""
     if m <= 4:
@@ -616,7 +744,7 @@ def reduce_patch(PA, PB, m, n, keep):
         return m
     i0, d0 = 0, np.inf
     for i in range(m):
-        di = _dotr(PB, i, n) - _dotr(PA, i, n)
+        di = _dotrr(PB, i, V, _VN) - _dotrr(PA, i, V, _VN)
         if di < d0 - 1e-12:
             i0, d0 = i, di
     i1, best = -1, -1.0
@@ -629,13 +757,13 @@ def reduce_patch(PA, PB, m, n, keep):
             best, i1 = s, i
     i2, best = -1, -1.0
     for i in range(m):
-        s = abs(_tri(PA, PB, i0, i1, i, n))
+        s = abs(_tri(PA, PB, i0, i1, i, V))
         if s > best + 1e-18:
             best, i2 = s, i
     if best <= 1e-18:
         keep[0], keep[1] = i0, i1
         return 2
-    orient = 1.0 if _tri(PA, PB, i0, i1, i2, n) > 0 else -1.0
+    orient = 1.0 if _tri(PA, PB, i0, i1, i2, V) > 0 else -1.0
     i3, best = -1, 1e-18
     for i in range(m):
         if i == i0 or i == i1 or i == i2:
@@ -643,7 +771,7 @@ def reduce_patch(PA, PB, m, n, keep):
         for q in range(3):
             a = i0 if q == 0 else (i1 if q == 1 else i2)
             b = i1 if q == 0 else (i2 if q == 1 else i0)
-            s = -orient * _tri(PA, PB, a, b, i, n)  # > 0: outside edge a-b
+            s = -orient * _tri(PA, PB, a, b, i, V)  # > 0: outside edge a-b
             if s > best + 1e-18:
                 best, i3 = s, i
     keep[0], keep[1], keep[2] = i0, i1, i2
@@ -653,37 +781,39 @@ def reduce_patch(PA, PB, m, n, keep):
     return 4
 
 
-@njit(cache=True, error_model="numpy")
-def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, v3):
-    """Reduce the patch to ≤ 4 points and write them as contacts from index k.
+@njit(**_NONRT_INLINE)
+def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, cap,
+               keep, ws):
+    """Reduce the patch (normal n = V[_VN]) to ≤ 4 points and write them as contacts from
+    index k.
 
-    out_i (cap, 5) int64: body1, body2, geom1, geom2, key; out_f (cap, 16): position (3),
-    frame row-major (9), distance, friction, restitution, compliance.
+    out_i (5, cap) int64: rows body1, body2, geom1, geom2, key; out_p (cap, 3): position;
+    out_R (cap, 3, 3): frame; out_s (4, cap): rows distance, friction, restitution,
+    compliance (so that the first k entries of each row or block are contiguous).
     Friction = sqrt(μa μb), restitution = max(ea, eb), compliance = ca + cb.
+    keep (4,) int64, ws (NWS, MAXF): scratch.
     Returns the new k (counts past cap so the caller can grow the buffers)."""
-    keep = np.empty(4, dtype=np.int64)
-    r = reduce_patch(PA, PB, m, n, keep)
-    t1, t2, ref, ang = v3[0], v3[1], v3[2], v3[3]
+    r = reduce_patch(PA, PB, m, V, keep)
     col = 0
-    if abs(gR[b, 0, 0] * n[0] + gR[b, 1, 0] * n[1] + gR[b, 2, 0] * n[2]) > 0.9:
+    if abs(gR[b, 0, 0] * V[_VN, 0] + gR[b, 1, 0] * V[_VN, 1] + gR[b, 2, 0] * V[_VN, 2]) > 0.9:
         col = 1
     for q in range(3):
-        ref[q] = gR[b, q, col]
-    tangent_basis(n, ref, t1, t2)
+        V[_VREF, q] = gR[b, q, col]
+    _tangent_basis_v(V, _VN, _VREF, _VT1, _VT2)
     # slot of each point: rank of its angle around the patch centroid, measured from t1
     cu, cv = 0.0, 0.0
     for j in range(r):
         i = keep[j]
-        cu += 0.5 * (_dotr(PA, i, t1) + _dotr(PB, i, t1)) / r
-        cv += 0.5 * (_dotr(PA, i, t2) + _dotr(PB, i, t2)) / r
+        cu += 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) / r
+        cv += 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) / r
     for j in range(r):
         i = keep[j]
-        u = 0.5 * (_dotr(PA, i, t1) + _dotr(PB, i, t1)) - cu
-        v = 0.5 * (_dotr(PA, i, t2) + _dotr(PB, i, t2)) - cv
+        u = 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) - cu
+        v = 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) - cv
         th = np.arctan2(v, u)
         if th < 0:
             th += 2.0 * np.pi
-        ang[j] = th if r > 1 else 0.0
+        ws[8, j] = th if r > 1 else 0.0
     mu = np.sqrt(gfric[a] * gfric[b])
     e = max(grest[a], grest[b])
     cmp = gcomp[a] + gcomp[b]
@@ -692,52 +822,61 @@ def emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
         i = keep[j]
         slot = 0
         for jj in range(r):
-            if ang[jj] < ang[j] or (ang[jj] == ang[j] and jj < j):
+            if ws[8, jj] < ws[8, j] or (ws[8, jj] == ws[8, j] and jj < j):
                 slot += 1
         if k < cap:
-            out_i[k, 0] = gbody[b]
-            out_i[k, 1] = gbody[a]
-            out_i[k, 2] = b
-            out_i[k, 3] = a
-            out_i[k, 4] = pair + slot
+            out_i[0, k] = gbody[b]
+            out_i[1, k] = gbody[a]
+            out_i[2, k] = b
+            out_i[3, k] = a
+            out_i[4, k] = pair + slot
             for q in range(3):
-                out_f[k, q] = 0.5 * (PA[i, q] + PB[i, q])
-                out_f[k, 3 + 3 * q] = t1[q]
-                out_f[k, 4 + 3 * q] = t2[q]
-                out_f[k, 5 + 3 * q] = n[q]
-            out_f[k, 12] = _dotr(PB, i, n) - _dotr(PA, i, n)
-            out_f[k, 13] = mu
-            out_f[k, 14] = e
-            out_f[k, 15] = cmp
+                out_p[k, q] = 0.5 * (PA[i, q] + PB[i, q])
+                out_R[k, q, 0] = V[_VT1, q]
+                out_R[k, q, 1] = V[_VT2, q]
+                out_R[k, q, 2] = V[_VN, q]
+            out_s[0, k] = _dotrr(PB, i, V, _VN) - _dotrr(PA, i, V, _VN)
+            out_s[1, k] = mu
+            out_s[2, k] = e
+            out_s[3, k] = cmp
         k += 1
     return k
 
 
 # ---------------------------------------------------------------- native narrow phase
-@njit(cache=True, error_model="numpy")
-def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
-    """SAT for two boxes: best separating axis into n (oriented a -> b), its separation
-    (negative = penetration) and whether it is an edge-edge axis."""
-    dx, dy, dz = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+@njit(**_NONRT_INLINE)
+def _box_box(gsize, gR, gp, a, b, V, margin):
+    """SAT for boxes a and b: best separating axis into n = V[_VN] (oriented a -> b), its
+    separation (negative = penetration) and whether it is an edge-edge axis.
+
+    Stops as soon as the best separation exceeds `margin` (the best can only grow, so the
+    pair is then rejected either way); the separation returned is then a lower bound."""
+    dx, dy, dz = gp[b, 0] - gp[a, 0], gp[b, 1] - gp[a, 1], gp[b, 2] - gp[a, 2]
+    sa0, sa1, sa2 = gsize[a, 0], gsize[a, 1], gsize[a, 2]
+    sb0, sb1, sb2 = gsize[b, 0], gsize[b, 1], gsize[b, 2]
     best = -np.inf
     edge = False
     for ax in range(15):
         if ax < 3:
-            L[0], L[1], L[2] = Ra[0, ax], Ra[1, ax], Ra[2, ax]
+            L0, L1, L2 = gR[a, 0, ax], gR[a, 1, ax], gR[a, 2, ax]
         elif ax < 6:
-            L[0], L[1], L[2] = Rb[0, ax - 3], Rb[1, ax - 3], Rb[2, ax - 3]
+            L0, L1, L2 = gR[b, 0, ax - 3], gR[b, 1, ax - 3], gR[b, 2, ax - 3]
         else:
             i, j = (ax - 6) // 3, (ax - 6) % 3
-            L[0] = Ra[1, i] * Rb[2, j] - Ra[2, i] * Rb[1, j]
-            L[1] = Ra[2, i] * Rb[0, j] - Ra[0, i] * Rb[2, j]
-            L[2] = Ra[0, i] * Rb[1, j] - Ra[1, i] * Rb[0, j]
-            ln = np.sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2])
+            L0 = gR[a, 1, i] * gR[b, 2, j] - gR[a, 2, i] * gR[b, 1, j]
+            L1 = gR[a, 2, i] * gR[b, 0, j] - gR[a, 0, i] * gR[b, 2, j]
+            L2 = gR[a, 0, i] * gR[b, 1, j] - gR[a, 1, i] * gR[b, 0, j]
+            ln = np.sqrt(L0 * L0 + L1 * L1 + L2 * L2)
             if ln < 1e-6:
                 continue
-            L[0], L[1], L[2] = L[0] / ln, L[1] / ln, L[2] / ln
-        ra = sa[0] * abs(_dotc(L, Ra, 0)) + sa[1] * abs(_dotc(L, Ra, 1)) + sa[2] * abs(_dotc(L, Ra, 2))
-        rb = sb[0] * abs(_dotc(L, Rb, 0)) + sb[1] * abs(_dotc(L, Rb, 1)) + sb[2] * abs(_dotc(L, Rb, 2))
-        c = L[0] * dx + L[1] * dy + L[2] * dz
+            L0, L1, L2 = L0 / ln, L1 / ln, L2 / ln
+        ra = (sa0 * abs(L0 * gR[a, 0, 0] + L1 * gR[a, 1, 0] + L2 * gR[a, 2, 0])
+              + sa1 * abs(L0 * gR[a, 0, 1] + L1 * gR[a, 1, 1] + L2 * gR[a, 2, 1])
+              + sa2 * abs(L0 * gR[a, 0, 2] + L1 * gR[a, 1, 2] + L2 * gR[a, 2, 2]))
+        rb = (sb0 * abs(L0 * gR[b, 0, 0] + L1 * gR[b, 1, 0] + L2 * gR[b, 2, 0])
+              + sb1 * abs(L0 * gR[b, 0, 1] + L1 * gR[b, 1, 1] + L2 * gR[b, 2, 1])
+              + sb2 * abs(L0 * gR[b, 0, 2] + L1 * gR[b, 1, 2] + L2 * gR[b, 2, 2]))
+        c = L0 * dx + L1 * dy + L2 * dz
         s = abs(c) - ra - rb
         # edge axes must beat face axes clearly (face contacts are preferred on ties)
         thr = best + 1e-9 if ax < 6 else best + 1e-6 + 1e-3 * abs(best)
@@ -745,22 +884,26 @@ def _box_box(sa, Ra, pa, sb, Rb, pb, n, L):
             best = s
             edge = ax >= 6
             sgn = 1.0 if c >= 0 else -1.0
-            for k in range(3):
-                n[k] = sgn * L[k]
+            V[_VN, 0] = sgn * L0
+            V[_VN, 1] = sgn * L1
+            V[_VN, 2] = sgn * L2
+            if best > margin:
+                return best, edge
     return best, edge
 
 
-@njit(cache=True, error_model="numpy")
-def _segments_closest(p1, q1, p2, q2, c1, c2):
-    """Closest points c1 on segment p1-q1 and c2 on p2-q2 (either may be a point)."""
-    d1 = q1 - p1
-    d2 = q2 - p2
-    r = p1 - p2
-    a = _dot(d1, d1)
-    e = _dot(d2, d2)
-    f = _dot(d2, r)
-    c = _dot(d1, r)
-    b = _dot(d1, d2)
+@njit(**_NONRT)
+def _segments_closest(A, ia, ja, B, ib, jb, C, ic1, ic2):
+    """Closest points C[ic1] on segment A[ia]-A[ja] and C[ic2] on B[ib]-B[jb] (either may be
+    a point). The output rows must not be input rows."""
+    d10, d11, d12 = A[ja, 0] - A[ia, 0], A[ja, 1] - A[ia, 1], A[ja, 2] - A[ia, 2]
+    d20, d21, d22 = B[jb, 0] - B[ib, 0], B[jb, 1] - B[ib, 1], B[jb, 2] - B[ib, 2]
+    r0, r1, r2 = A[ia, 0] - B[ib, 0], A[ia, 1] - B[ib, 1], A[ia, 2] - B[ib, 2]
+    a = d10 * d10 + d11 * d11 + d12 * d12
+    e = d20 * d20 + d21 * d21 + d22 * d22
+    f = d20 * r0 + d21 * r1 + d22 * r2
+    c = d10 * r0 + d11 * r1 + d12 * r2
+    b = d10 * d20 + d11 * d21 + d12 * d22
     den = a * e - b * b
     s = 0.0
     t = 0.0
@@ -780,9 +923,12 @@ def _segments_closest(p1, q1, p2, q2, c1, c2):
     elif t > 1.0:
         t = 1.0
         s = min(1.0, max(0.0, (b - c) / a)) if a > 1e-18 else 0.0
-    for k in range(3):
-        c1[k] = p1[k] + s * d1[k]
-        c2[k] = p2[k] + t * d2[k]
+    C[ic1, 0] = A[ia, 0] + s * d10
+    C[ic1, 1] = A[ia, 1] + s * d11
+    C[ic1, 2] = A[ia, 2] + s * d12
+    C[ic2, 0] = B[ib, 0] + t * d20
+    C[ic2, 1] = B[ib, 1] + t * d21
+    C[ic2, 2] = B[ib, 2] + t * d22
 
 
 @njit(cache=True, error_model="numpy")
@@ -822,316 +968,404 @@ def _sphere_box(r, c, sb, Rb, pb, n, pa_w, pb_w):
 
 
 @njit(cache=True, error_model="numpy")
-def native_pair(ka, sa, Ra, pa, ca, kb, sb, Rb, pb, cb, margin, tol, n, PA, PB, FA, FB, ws, v3):
-    """Native narrow phase for pairs with a plane, sphere–sphere, sphere–box, box–box,
-    sphere–capsule and capsule–capsule.
-    Returns the patch size (0: no contact within margin, -2: not handled natively).
-    FA, FB (MAXF, 3), ws (8, MAXF), v3 (20, 3): scratch."""
-    planeA = v3[8:10]
-    planeB = v3[10:12]
-    pa_w = v3[12]
-    pb_w = v3[13]
-    negn = v3[15]
+def _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB):
+    """Sphere–box pair (either order) for `detect_kernel`: normal into V[_VN], the witness
+    pair into PA[0], PB[0]; returns 1, or 0 beyond the margin. (Allocates: NRT.)"""
+    n = V[_VN]
+    pa_w = V[_VPAW]
+    pb_w = V[_VPBW]
+    if gkind[a] == SPHERE:
+        dist = _sphere_box(gsize[a, 0], gp[a], gsize[b], gR[b], gp[b], n, pa_w, pb_w)
+        if dist > margin:
+            return 0
+    else:
+        dist = _sphere_box(gsize[b, 0], gp[b], gsize[a], gR[a], gp[a], n, pb_w, pa_w)
+        if dist > margin:
+            return 0
+        n *= -1.0
+    _cprr(PA, 0, V, _VPAW)
+    _cprr(PB, 0, V, _VPBW)
+    return 1
+
+
+@njit(**_NONRT_INLINE)
+def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB, FA, FB, ws):
+    """Native narrow phase of geometries a < b for pairs with a plane, sphere–sphere,
+    box–box, sphere–capsule and capsule–capsule (sphere–box: `_sphere_box_pair`); the
+    normal goes to V[_VN]. Returns the patch size (0: no contact within margin, -2: not
+    handled here).
+    FA, FB (MAXF, 3), ws (NWS, MAXF), V (NV3, 3): scratch."""
+    ka, kb = gkind[a], gkind[b]
+    # 1. the normal n (a -> b) and -n; pairs without support features return here
+    case = 0  # 1: a is a plane, 2: b is a plane, 3: capsule/sphere cores, 4: box-box
+    sep = 0.0
+    edge = False
     if ka == PLANE or kb == PLANE:
         if ka == PLANE and kb == PLANE:
             return 0
         if ka == PLANE:
+            case = 1
             for k in range(3):
-                n[k] = Ra[k, 2]
-            _cp3(planeA[0], pa)
-            _cp3(planeA[1], n)
-            mA = INF_FEATURE
+                V[_VN, k] = gR[a, k, 2]
             for k in range(3):
-                negn[k] = -n[k]
-            mB = support_feature(kb, sb, Rb, pb, cb, negn, tol, FB, False)
-            dmin = np.inf
-            for i in range(mB):
-                dd = _dotr(FB, i, n) - _dot(pa, n)
-                if dd < dmin:
-                    dmin = dd
-                    _cp3(pb_w, FB[i])
-            if dmin > margin:
-                return 0
+                V[_VPLA0, k] = gp[a, k]
+            _cprr(V, _VPLA1, V, _VN)
             for k in range(3):
-                pa_w[k] = pb_w[k] - dmin * n[k]
+                V[_VNEGN, k] = -V[_VN, k]
         else:
+            case = 2
             for k in range(3):
-                n[k] = -Rb[k, 2]
-            _cp3(planeB[0], pb)
-            _cp3(planeB[1], n)
-            mB = INF_FEATURE
-            mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA, False)
-            dmin = np.inf
-            for i in range(mA):
-                dd = _dot(pb, n) - _dotr(FA, i, n)
-                if dd < dmin:
-                    dmin = dd
-                    _cp3(pa_w, FA[i])
-            if dmin > margin:
-                return 0
+                V[_VN, k] = -gR[b, k, 2]
             for k in range(3):
-                pb_w[k] = pa_w[k] + dmin * n[k]
-        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
-    if ka == SPHERE and kb == SPHERE:
-        dv = pb - pa
-        dist = np.sqrt(_dot(dv, dv))
-        if dist - sa[0] - sb[0] > margin:
+                V[_VPLB0, k] = gp[b, k]
+            _cprr(V, _VPLB1, V, _VN)
+    elif ka == SPHERE and kb == SPHERE:
+        dv0, dv1, dv2 = gp[b, 0] - gp[a, 0], gp[b, 1] - gp[a, 1], gp[b, 2] - gp[a, 2]
+        dist = np.sqrt(dv0 * dv0 + dv1 * dv1 + dv2 * dv2)
+        if dist - gsize[a, 0] - gsize[b, 0] > margin:
             return 0
         if dist < 1e-12:
-            n[:] = 0.0
-            n[2] = 1.0
+            V[_VN, 0] = 0.0
+            V[_VN, 1] = 0.0
+            V[_VN, 2] = 1.0
         else:
-            for k in range(3):
-                n[k] = dv[k] / dist
+            V[_VN, 0] = dv0 / dist
+            V[_VN, 1] = dv1 / dist
+            V[_VN, 2] = dv2 / dist
         for k in range(3):
-            PA[0, k] = pa[k] + sa[0] * n[k]
-            PB[0, k] = pb[k] - sb[0] * n[k]
+            PA[0, k] = gp[a, k] + gsize[a, 0] * V[_VN, k]
+            PB[0, k] = gp[b, k] - gsize[b, 0] * V[_VN, k]
         return 1
-    if (ka == SPHERE and kb == BOX) or (ka == BOX and kb == SPHERE):
-        if ka == SPHERE:
-            dist = _sphere_box(sa[0], pa, sb, Rb, pb, n, pa_w, pb_w)
-            if dist > margin:
-                return 0
-            _cp3(PA[0], pa_w)
-            _cp3(PB[0], pb_w)
-        else:
-            dist = _sphere_box(sb[0], pb, sa, Ra, pa, n, pb_w, pa_w)
-            if dist > margin:
-                return 0
-            n *= -1.0
-            _cp3(PA[0], pa_w)
-            _cp3(PB[0], pb_w)
-        return 1
-    if ka == CAPSULE or kb == CAPSULE:
+    elif ka == CAPSULE or kb == CAPSULE:
         if ka == BOX or kb == BOX or ka == CYLINDER or kb == CYLINDER or ka == CONVEX or kb == CONVEX:
             return -2
         # sphere–capsule / capsule–sphere / capsule–capsule: closest points of the core segments
-        c1, c2 = v3[16], v3[17]
-        ha = sa[1] if ka == CAPSULE else 0.0
-        hb = sb[1] if kb == CAPSULE else 0.0
+        case = 3
+        ha = gsize[a, 1] if ka == CAPSULE else 0.0
+        hb = gsize[b, 1] if kb == CAPSULE else 0.0
         for k in range(3):
-            FA[0, k] = pa[k] + ha * Ra[k, 2]
-            FA[1, k] = pa[k] - ha * Ra[k, 2]
-            FB[0, k] = pb[k] + hb * Rb[k, 2]
-            FB[1, k] = pb[k] - hb * Rb[k, 2]
-        _segments_closest(FA[0], FA[1], FB[0], FB[1], c1, c2)
-        dx, dy, dz = c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]
+            FA[0, k] = gp[a, k] + ha * gR[a, k, 2]
+            FA[1, k] = gp[a, k] - ha * gR[a, k, 2]
+            FB[0, k] = gp[b, k] + hb * gR[b, k, 2]
+            FB[1, k] = gp[b, k] - hb * gR[b, k, 2]
+        _segments_closest(FA, 0, 1, FB, 0, 1, V, _VC1, _VC2)
+        dx, dy, dz = V[_VC2, 0] - V[_VC1, 0], V[_VC2, 1] - V[_VC1, 1], V[_VC2, 2] - V[_VC1, 2]
         dist = np.sqrt(dx * dx + dy * dy + dz * dz)
-        if dist - sa[0] - sb[0] > margin:
+        if dist - gsize[a, 0] - gsize[b, 0] > margin:
             return 0
         if dist > 1e-12:
-            n[0], n[1], n[2] = dx / dist, dy / dist, dz / dist
+            V[_VN, 0], V[_VN, 1], V[_VN, 2] = dx / dist, dy / dist, dz / dist
         else:  # core segments intersect: any direction normal to the first axis
-            tangent_basis(Ra[:, 2].copy(), Rb[:, 0].copy(), n, negn)
+            for k in range(3):
+                V[_VREF, k] = gR[a, k, 2]
+                V[_VEX0, k] = gR[b, k, 0]
+            _tangent_basis_v(V, _VREF, _VEX0, _VN, _VNEGN)
         for k in range(3):
-            pa_w[k] = c1[k] + sa[0] * n[k]
-            pb_w[k] = c2[k] - sb[0] * n[k]
-            negn[k] = -n[k]
-        mA = support_feature(ka, sa, Ra, pa, ca, n, tol, FA)
-        mB = support_feature(kb, sb, Rb, pb, cb, negn, tol, FB)
-        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
-    if ka == BOX and kb == BOX:
-        sep, edge = _box_box(sa, Ra, pa, sb, Rb, pb, n, v3[14])
+            V[_VPAW, k] = V[_VC1, k] + gsize[a, 0] * V[_VN, k]
+            V[_VPBW, k] = V[_VC2, k] - gsize[b, 0] * V[_VN, k]
+            V[_VNEGN, k] = -V[_VN, k]
+    elif ka == BOX and kb == BOX:
+        case = 4
+        sep, edge = _box_box(gsize, gR, gp, a, b, V, margin)
         if sep > margin:
             return 0
         for k in range(3):
-            negn[k] = -n[k]
-        mA = support_feature(BOX, sa, Ra, pa, ca, n, tol, FA)
-        mB = support_feature(BOX, sb, Rb, pb, cb, negn, tol, FB)
+            V[_VNEGN, k] = -V[_VN, k]
+    else:
+        return -2
+    # 2. support features along n (a) and -n (b); against a plane, unordered
+    mA = INF_FEATURE
+    mB = INF_FEATURE
+    if case != 1:
+        if ka == BOX:
+            mA = _support_box(a, gsize, gR, gp, V, _VN, tol, FA)
+        else:
+            mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, case >= 3)
+    if case != 2:
+        if kb == BOX:
+            mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol, FB)
+        else:
+            mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, case >= 3)
+    # 3. witness pair
+    if case == 1:
+        dmin = np.inf
+        pn = gp[a, 0] * V[_VN, 0] + gp[a, 1] * V[_VN, 1] + gp[a, 2] * V[_VN, 2]
+        for i in range(mB):
+            dd = _dotrr(FB, i, V, _VN) - pn
+            if dd < dmin:
+                dmin = dd
+                _cprr(V, _VPBW, FB, i)
+        if dmin > margin:
+            return 0
+        for k in range(3):
+            V[_VPAW, k] = V[_VPBW, k] - dmin * V[_VN, k]
+    elif case == 2:
+        dmin = np.inf
+        pn = gp[b, 0] * V[_VN, 0] + gp[b, 1] * V[_VN, 1] + gp[b, 2] * V[_VN, 2]
+        for i in range(mA):
+            dd = pn - _dotrr(FA, i, V, _VN)
+            if dd < dmin:
+                dmin = dd
+                _cprr(V, _VPAW, FA, i)
+        if dmin > margin:
+            return 0
+        for k in range(3):
+            V[_VPBW, k] = V[_VPAW, k] + dmin * V[_VN, k]
+    elif case == 4:
         if edge and mA == 2 and mB == 2:
-            _segments_closest(FA[0], FA[1], FB[0], FB[1], pa_w, pb_w)
+            _segments_closest(FA, 0, 1, FB, 0, 1, V, _VPAW, _VPBW)
             for k in range(3):  # the SAT separation is the exact edge-edge distance along n
-                mid = 0.5 * (pa_w[k] + pb_w[k])
-                pa_w[k] = mid - 0.5 * sep * n[k]
-                pb_w[k] = mid + 0.5 * sep * n[k]
+                mid = 0.5 * (V[_VPAW, k] + V[_VPBW, k])
+                V[_VPAW, k] = mid - 0.5 * sep * V[_VN, k]
+                V[_VPBW, k] = mid + 0.5 * sep * V[_VN, k]
         else:
             # a vertex or feature of one box against the other's face
             if mB <= mA:
-                _cp3(pb_w, FB[0])
+                _cprr(V, _VPBW, FB, 0)
                 for k in range(3):
-                    pa_w[k] = pb_w[k] - sep * n[k]
+                    V[_VPAW, k] = V[_VPBW, k] - sep * V[_VN, k]
             else:
-                _cp3(pa_w, FA[0])
+                _cprr(V, _VPAW, FA, 0)
                 for k in range(3):
-                    pb_w[k] = pa_w[k] + sep * n[k]
-        return build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
-    return -2
+                    V[_VPBW, k] = V[_VPAW, k] + sep * V[_VN, k]
+    return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+
+
+@njit(**_NONRT)
+def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, cverts, coff,
+                 native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, V, PA, PB, FA, FB,
+                 ws, keep):
+    """Native narrow phase of the candidate pairs from index pi on, contacts appended from
+    index k; pairs left to the library backend go to lib_pairs. Stops before a sphere–box
+    pair (solved by the caller, it allocates). Returns (next pair index, nlib, k)."""
+    ng = gbody.shape[0]
+    cap = out_i.shape[1]
+    while pi < npairs:
+        a, b = pairs[pi, 0], pairs[pi, 1]
+        ka, kb = gkind[a], gkind[b]
+        if native_ok[ka, kb] == 0:
+            lib_pairs[nlib] = pi
+            nlib += 1
+            pi += 1
+            continue
+        if (ka == SPHERE and kb == BOX) or (ka == BOX and kb == SPHERE):
+            break
+        m = native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB, FA, FB, ws)
+        if m == -2:
+            lib_pairs[nlib] = pi
+            nlib += 1
+        elif m > 0:
+            k = emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                           cap, keep, ws)
+        pi += 1
+    return pi, nlib, k
+
+
+@njit(cache=True, error_model="numpy")
+def q_status(jint, q):
+    """Q_OK, Q_NOT_FINITE (q has a NaN or inf) or Q_NOT_UNIT (a free joint's quaternion is
+    not unit within 1e-6)."""
+    for i in range(q.shape[0]):
+        if not np.isfinite(q[i]):
+            return Q_NOT_FINITE
+    for i in range(jint.shape[0]):
+        if jint[i, 1] == FREE:
+            iq = jint[i, 2] + 3
+            s = q[iq] * q[iq] + q[iq + 1] * q[iq + 1] + q[iq + 2] * q[iq + 2] + q[iq + 3] * q[iq + 3]
+            if abs(np.sqrt(s) - 1.0) > 1e-6:
+                return Q_NOT_UNIT
+    return Q_OK
 
 
 @njit(**_JIT)
 def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff,
                   allow, planes, others, native_ok, margin, tol, gfric, grest, gcomp,
-                  oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_f):
-    """FK, geometry placements, AABBs, broad phase and the native narrow phase.
+                  oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
+    """Input check of q, FK, geometry placements, AABBs, broad phase and the native narrow
+    phase.
 
     native_ok (6, 6) uint8: kind pairs handled here; the other candidate pairs go to
-    lib_pairs for the library backend. Returns (number of candidate pairs, number of
-    library pairs, number of contacts written); counts beyond the buffers mean "grow and
-    call again"."""
+    lib_pairs for the library backend. Returns (status, number of candidate pairs, number of
+    library pairs, number of contacts written); status is `q_status` (nothing else is done
+    when it is not Q_OK); counts beyond the buffers mean "grow and call again"."""
+    status = q_status(jint, q)
+    if status != Q_OK:
+        return status, 0, 0, 0
     if jint.shape[0] > 0:
         fk_kernel(jint, jfloat, q, oR, op)
     placements_kernel(gbody, gRl, gpl, oR, op, gR, gp)
     aabb_kernel(gkind, gR, gp, lc, le, margin, lo, hi)
     npairs = broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pairs)
     if npairs > pairs.shape[0]:
-        return npairs, 0, 0
+        return Q_OK, npairs, 0, 0
     ng = gbody.shape[0]
     PA = np.empty((MAXF, 3))
     PB = np.empty((MAXF, 3))
     FA = np.empty((MAXF, 3))
     FB = np.empty((MAXF, 3))
-    ws = np.empty((8, MAXF))
-    v3 = np.zeros((20, 3))
-    n = np.empty(3)
+    ws = np.empty((NWS, MAXF))
+    V = np.zeros((NV3, 3))
+    keep = np.empty(4, dtype=np.int64)
     nlib = 0
     k = 0
-    cap = out_i.shape[0]
-    for pi in range(npairs):
-        a, b = pairs[pi, 0], pairs[pi, 1]
-        ka, kb = gkind[a], gkind[b]
-        if native_ok[ka, kb] == 0:
-            lib_pairs[nlib] = pi
-            nlib += 1
-            continue
-        m = native_pair(ka, gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]],
-                        kb, gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]],
-                        margin, tol, n, PA, PB, FA, FB, ws, v3)
-        if m == -2:
-            lib_pairs[nlib] = pi
-            nlib += 1
-            continue
-        if m > 0:
-            k = emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k, cap, v3)
-    return npairs, nlib, k
+    pi = 0
+    while True:
+        pi, nlib, k = _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, cverts,
+                                   coff, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+                                   V, PA, PB, FA, FB, ws, keep)
+        if pi >= npairs:
+            break
+        a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair
+        if _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB) > 0:
+            k = emit_patch(a, b, V, PA, PB, 1, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+                           k, out_i.shape[1], keep, ws)
+        pi += 1
+    return Q_OK, npairs, nlib, k
 
 
 @njit(cache=True, error_model="numpy")
-def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, pa_w, pb_w, tol,
-                             gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
+def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, bwa, bwb, i, tol,
+                             gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, PA, PB, FA, FB, ws,
+                             keep):
     """Library backends that return a normal and one witness pair (fcl): build the patch
-    from the support features along n and emit it. Returns the new contact count."""
-    FA = np.empty((MAXF, 3))
-    FB = np.empty((MAXF, 3))
-    PA = np.empty((MAXF, 3))
-    PB = np.empty((MAXF, 3))
-    planeA = np.zeros((2, 3))
-    planeB = np.zeros((2, 3))
-    mA = support_feature(gkind[a], gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]], n, tol, FA,
-                         gkind[b] != PLANE)
-    mB = support_feature(gkind[b], gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]], -n, tol, FB,
-                         gkind[a] != PLANE)
+    from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
+    Returns the new contact count."""
+    for q in range(3):
+        V[_VN, q] = bn[i, q]
+        V[_VNEGN, q] = -bn[i, q]
+        V[_VPLA0, q] = 0.0
+        V[_VPLA1, q] = 0.0
+        V[_VPLB0, q] = 0.0
+        V[_VPLB1, q] = 0.0
+        V[_VPAW, q] = bwa[i, q]
+        V[_VPBW, q] = bwb[i, q]
+    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, gkind[b] != PLANE)
+    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, gkind[a] != PLANE)
     if mA == INF_FEATURE:
-        _cp3(planeA[0], gp[a])
-        planeA[1] = gR[a][:, 2]
+        for q in range(3):
+            V[_VPLA0, q] = gp[a, q]
+            V[_VPLA1, q] = gR[a, q, 2]
     if mB == INF_FEATURE:
-        _cp3(planeB[0], gp[b])
-        planeB[1] = gR[b][:, 2]
-    ws = np.empty((8, MAXF))
-    v3 = np.zeros((20, 3))
-    m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
-    return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                      out_i.shape[0], v3)
+        for q in range(3):
+            V[_VPLB0, q] = gp[b, q]
+            V[_VPLB1, q] = gR[b, q, 2]
+    m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                      out_i.shape[1], keep, ws)
 
 
 @njit(cache=True, error_model="numpy")
-def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, n, PA, PB, m, wa, wb, tol,
-                       gbody, ng, gfric, grest, gcomp, out_i, out_f, k):
-    """Library backends that return a whole patch (coal): each patch point is lifted back
-    onto both shapes' support features along n, so every point gets its own distance
-    (coal gives all points of a patch the pair's distance); the witness pair (wa, wb) is
-    added when it is deeper than every patch point (coal's patch is the hull of the support
-    set and may miss an interior deepest vertex); then reduce and emit."""
-    FA = np.empty((MAXF, 3))
-    FB = np.empty((MAXF, 3))
-    ws = np.empty((8, MAXF))
-    v3 = np.zeros((20, 3))
-    XA0, XAn, XB0, XBn = np.empty(3), np.empty(3), np.empty(3), np.empty(3)
-    mA = support_feature(gkind[a], gsize[a], gR[a], gp[a], cverts[coff[a]:coff[a + 1]], n, tol, FA,
-                         gkind[b] != PLANE)
-    mB = support_feature(gkind[b], gsize[b], gR[b], gp[b], cverts[coff[b]:coff[b + 1]], -n, tol, FB,
-                         gkind[a] != PLANE)
+def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, PA, PB, m, bwa, bwb, i, tol,
+                       gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, FA, FB, ws, keep):
+    """Library backends that return a whole patch (coal): each patch point (PA, PB; m) is
+    lifted back onto both shapes' support features along n = bn[i], so every point gets its
+    own distance (coal gives all points of a patch the pair's distance); the witness pair
+    (bwa[i], bwb[i]) is added when it is deeper than every patch point (coal's patch is the
+    hull of the support set and may miss an interior deepest vertex); then reduce and emit."""
+    for q in range(3):
+        V[_VN, q] = bn[i, q]
+        V[_VNEGN, q] = -bn[i, q]
+    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, gkind[b] != PLANE)
+    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, gkind[a] != PLANE)
     okA, okB = True, True
     if mA == INF_FEATURE:
-        _cp3(XA0, gp[a])
-        XAn[:] = gR[a][:, 2]
+        for q in range(3):
+            V[_VXA0, q] = gp[a, q]
+            V[_VXAN, q] = gR[a, q, 2]
     elif mA >= 3:
-        _cp3(XA0, FA[0])
-        okA = _newell(FA, mA, XAn)
+        _cprr(V, _VXA0, FA, 0)
+        okA = _newell(FA, mA, V, _VXAN)
     if mB == INF_FEATURE:
-        _cp3(XB0, gp[b])
-        XBn[:] = gR[b][:, 2]
+        for q in range(3):
+            V[_VXB0, q] = gp[b, q]
+            V[_VXBN, q] = gR[b, q, 2]
     elif mB >= 3:
-        _cp3(XB0, FB[0])
-        okB = _newell(FB, mB, XBn)
+        _cprr(V, _VXB0, FB, 0)
+        okB = _newell(FB, mB, V, _VXBN)
     if m == 1:  # coal found no patch (e.g. capsule–capsule): clip the support features
-        planeA = np.zeros((2, 3))
-        planeB = np.zeros((2, 3))
-        planeA[0], planeA[1], planeB[0], planeB[1] = XA0, XAn, XB0, XBn
-        pa_w, pb_w = PA[0].copy(), PB[0].copy()
-        m = build_patch(FA, mA, FB, mB, n, planeA, planeB, pa_w, pb_w, PA, PB, ws, v3)
+        _cprr(V, _VPLA0, V, _VXA0)
+        _cprr(V, _VPLA1, V, _VXAN)
+        _cprr(V, _VPLB0, V, _VXB0)
+        _cprr(V, _VPLB1, V, _VXBN)
+        _cprr(V, _VPAW, PA, 0)
+        _cprr(V, _VPBW, PB, 0)
+        m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
     elif okA and okB and m > 1:
-        t1 = np.empty(3)
-        t2 = np.empty(3)
-        tangent_basis(n, np.array((1.0, 0.0, 0.0)), t1, t2)
-        qa = np.empty(3)
-        qb = np.empty(3)
+        V[_VEX0, 0], V[_VEX0, 1], V[_VEX0, 2] = 1.0, 0.0, 0.0
+        _tangent_basis_v(V, _VN, _VEX0, _VT1, _VT2)
         plane = mA == INF_FEATURE or mB == INF_FEATURE
-        for i in range(m):
-            u = 0.5 * (_dotr(PA, i, t1) + _dotr(PB, i, t1))
-            v = 0.5 * (_dotr(PA, i, t2) + _dotr(PB, i, t2))
+        for j in range(m):
+            u = 0.5 * (_dotrr(PA, j, V, _VT1) + _dotrr(PB, j, V, _VT1))
+            v = 0.5 * (_dotrr(PA, j, V, _VT2) + _dotrr(PB, j, V, _VT2))
             if plane:
                 # against a plane the shape's support set is unordered (maybe not planar):
                 # snap to its vertices only, and project on the plane exactly
                 if mA == INF_FEATURE:
-                    _snap(FB, mB, u, v, t1, t2, PB[i])
-                    _lift(FA, mA, XA0, XAn, _dotr(PB, i, t1), _dotr(PB, i, t2), t1, t2, n, PA[i])
+                    _snap(FB, mB, u, v, V, PB, j)
+                    _lift(FA, mA, V, _VXA0, _VXAN, _dotrr(PB, j, V, _VT1), _dotrr(PB, j, V, _VT2), PA, j)
                 else:
-                    _snap(FA, mA, u, v, t1, t2, PA[i])
-                    _lift(FB, mB, XB0, XBn, _dotr(PA, i, t1), _dotr(PA, i, t2), t1, t2, n, PB[i])
-            elif (_lift(FA, mA, XA0, XAn, u, v, t1, t2, n, qa)
-                    and _lift(FB, mB, XB0, XBn, u, v, t1, t2, n, qb)):
-                _cp3(PA[i], qa)
-                _cp3(PB[i], qb)
+                    _snap(FA, mA, u, v, V, PA, j)
+                    _lift(FB, mB, V, _VXB0, _VXBN, _dotrr(PA, j, V, _VT1), _dotrr(PA, j, V, _VT2), PB, j)
+            elif (_lift(FA, mA, V, _VXA0, _VXAN, u, v, V, _VQA)
+                    and _lift(FB, mB, V, _VXB0, _VXBN, u, v, V, _VQB)):
+                _cprr(PA, j, V, _VQA)
+                _cprr(PB, j, V, _VQB)
         dmin = np.inf
-        for i in range(m):
-            dmin = min(dmin, _dotr(PB, i, n) - _dotr(PA, i, n))
-        if _dot(wb, n) - _dot(wa, n) < dmin - 1e-9:
+        for j in range(m):
+            dmin = min(dmin, _dotrr(PB, j, V, _VN) - _dotrr(PA, j, V, _VN))
+        if _dotrr(bwb, i, V, _VN) - _dotrr(bwa, i, V, _VN) < dmin - 1e-9:
             # replace a patch point within the patch tolerance of the witness, else append
-            j, best = -1, np.inf
-            for i in range(m):
-                e = 0.5 * (PA[i] + PB[i] - wa - wb)
-                dd = _dot(e, e) - _dot(e, n) ** 2
+            jb, best = -1, np.inf
+            for j in range(m):
+                e0 = 0.5 * (PA[j, 0] + PB[j, 0] - bwa[i, 0] - bwb[i, 0])
+                e1 = 0.5 * (PA[j, 1] + PB[j, 1] - bwa[i, 1] - bwb[i, 1])
+                e2 = 0.5 * (PA[j, 2] + PB[j, 2] - bwa[i, 2] - bwb[i, 2])
+                en = e0 * V[_VN, 0] + e1 * V[_VN, 1] + e2 * V[_VN, 2]
+                dd = (e0 * e0 + e1 * e1 + e2 * e2) - en ** 2
                 if dd < best:
-                    best, j = dd, i
+                    best, jb = dd, j
             if best > max(tol, 1e-9) ** 2 and m < PA.shape[0]:
-                j = m
+                jb = m
                 m += 1
-            _cp3(PA[j], wa)
-            _cp3(PB[j], wb)
-    return emit_patch(a, b, n, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_f, k,
-                      out_i.shape[0], v3)
+            _cprr(PA, jb, bwa, i)
+            _cprr(PB, jb, bwb, i)
+    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                      out_i.shape[1], keep, ws)
 
 
 @njit(**_JIT)
 def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, cverts, coff, tol,
-                            gbody, gfric, grest, gcomp, out_i, out_f, k):
+                            gbody, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k):
     """`patch_from_normal_kernel` over a batch of library results (fcl): pairs bpair (P, 2),
     normals bn (P, 3), witness points bwa, bwb (P, 3). Returns the new contact count."""
     ng = gbody.shape[0]
+    PA = np.empty((MAXF, 3))
+    PB = np.empty((MAXF, 3))
+    FA = np.empty((MAXF, 3))
+    FB = np.empty((MAXF, 3))
+    ws = np.empty((NWS, MAXF))
+    V = np.zeros((NV3, 3))
+    keep = np.empty(4, dtype=np.int64)
     for i in range(npairs):
-        k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn[i],
-                                     bwa[i], bwb[i], tol, gbody, ng, gfric, grest, gcomp, out_i, out_f, k)
+        k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn, bwa,
+                                     bwb, i, tol, gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+                                     V, PA, PB, FA, FB, ws, keep)
     return k
 
 
 @njit(**_JIT)
 def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize, gR, gp, cverts, coff,
-                      tol, gbody, gfric, grest, gcomp, out_i, out_f, k):
+                      tol, gbody, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k):
     """`emit_points_kernel` over a batch of library patches (coal): bPA, bPB (P, MAXF, 3) with
     bcnt (P,) points each. Returns the new contact count."""
     ng = gbody.shape[0]
+    FA = np.empty((MAXF, 3))
+    FB = np.empty((MAXF, 3))
+    ws = np.empty((NWS, MAXF))
+    V = np.zeros((NV3, 3))
+    keep = np.empty(4, dtype=np.int64)
     for i in range(npairs):
-        k = emit_points_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn[i],
-                               bPA[i], bPB[i], bcnt[i], bwa[i], bwb[i], tol, gbody, ng, gfric, grest,
-                               gcomp, out_i, out_f, k)
+        k = emit_points_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn,
+                               bPA[i], bPB[i], bcnt[i], bwa, bwb, i, tol, gbody, ng, gfric, grest,
+                               gcomp, out_i, out_p, out_R, out_s, k, V, FA, FB, ws, keep)
     return k

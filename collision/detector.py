@@ -1,12 +1,13 @@
 """`CollisionDetector`: cached collision state of a world, `detect(q)` into flat contact arrays.
 
 Pipeline per call (one numba kernel, then the library for what it does not handle):
-forward kinematics → geometry placements → AABBs (inflated by the margin) → broad phase
-(sweep and prune on x, planes tested against every AABB, a precomputed filter matrix) →
-narrow phase. With ``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box,
-box–box, sphere–capsule and capsule–capsule are solved by numba kernels; the other pairs (or all pairs with
-``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``) or
-python-fcl (collision or distance for the normal, then the patch is built here by
+check of q (finite, unit free-joint quaternions) → forward kinematics → geometry
+placements → AABBs (inflated by the margin) → broad phase (sweep and prune on x, planes
+tested against every AABB, a precomputed filter matrix) → narrow phase. With
+``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box, box–box,
+sphere–capsule and capsule–capsule are solved by numba kernels; the other pairs (or all
+pairs with ``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``)
+or python-fcl (collision or distance for the normal, then the patch is built here by
 clipping the two support features).
 
 Contact patches hold at most 4 points (deepest, farthest, largest triangle, largest quad).

@@ -23,11 +23,42 @@ reference counting, no allocation), the ones called per pair or per point are in
 (``_NONRT_INLINE``), and the scratch arrays are allocated once per detection. The code that
 allocates (ordered convex-hull faces, sphere–box) runs in NRT kernels outside that loop.
 """
+import glob
+import os
+
 import numpy as np
 from numba import njit
 
+import models.joints
+import models.kinematics
+import models.model
+import models.spatial
 from models.joints import FREE
 from models.kinematics import fk_kernel
+
+
+def _drop_stale_cache():
+    """Numba's on-disk cache of a function is keyed on its own file only, but `detect_kernel`
+    compiles in `models.kinematics.fk_kernel` and its helpers. When those files change, drop
+    this module's cache files so they are recompiled (as `solvers.delassus_kernels` does)."""
+    try:
+        deps = [models.kinematics.__file__, models.joints.__file__, models.model.__file__,
+                models.spatial.__file__]
+        stamp = ";".join(f"{os.path.getmtime(p)}:{os.path.getsize(p)}" for p in deps)
+        cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+        mark = os.path.join(cache, "kernels.deps")
+        old = open(mark).read() if os.path.exists(mark) else None
+        if old != stamp:
+            for f in glob.glob(os.path.join(cache, "kernels.*.nb[ic]")):
+                os.remove(f)
+            os.makedirs(cache, exist_ok=True)
+            with open(mark, "w") as fh:
+                fh.write(stamp)
+    except OSError:
+        pass
+
+
+_drop_stale_cache()
 
 PLANE, SPHERE, CAPSULE, CYLINDER, BOX, CONVEX = 0, 1, 2, 3, 4, 5
 KIND_CODES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "cylinder": CYLINDER,

@@ -23,8 +23,6 @@ reference counting, no allocation), the ones called per pair or per point are in
 (``_NONRT_INLINE``), and the scratch arrays are allocated once per detection. The code that
 allocates (ordered convex-hull faces, sphere–box) runs in NRT kernels outside that loop.
 """
-import glob
-import os
 
 import numpy as np
 from numba import njit
@@ -33,32 +31,14 @@ import models.joints
 import models.kinematics
 import models.model
 import models.spatial
+from models.jitcache import drop_stale_cache
 from models.joints import FREE
 from models.kinematics import fk_kernel
 
 
-def _drop_stale_cache():
-    """Numba's on-disk cache of a function is keyed on its own file only, but `detect_kernel`
-    compiles in `models.kinematics.fk_kernel` and its helpers. When those files change, drop
-    this module's cache files so they are recompiled (as `solvers.delassus_kernels` does)."""
-    try:
-        deps = [models.kinematics.__file__, models.joints.__file__, models.model.__file__,
-                models.spatial.__file__]
-        stamp = ";".join(f"{os.path.getmtime(p)}:{os.path.getsize(p)}" for p in deps)
-        cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-        mark = os.path.join(cache, "kernels.deps")
-        old = open(mark).read() if os.path.exists(mark) else None
-        if old != stamp:
-            for f in glob.glob(os.path.join(cache, "kernels.*.nb[ic]")):
-                os.remove(f)
-            os.makedirs(cache, exist_ok=True)
-            with open(mark, "w") as fh:
-                fh.write(stamp)
-    except OSError:
-        pass
-
-
-_drop_stale_cache()
+# `detect_kernel` compiles in `models.kinematics.fk_kernel` and its helpers
+drop_stale_cache(__file__, [models.kinematics.__file__, models.joints.__file__, models.model.__file__,
+                            models.spatial.__file__])
 
 PLANE, SPHERE, CAPSULE, CYLINDER, BOX, CONVEX = 0, 1, 2, 3, 4, 5
 KIND_CODES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "cylinder": CYLINDER,
@@ -1209,6 +1189,15 @@ def q_status(jint, q):
 
 
 @njit(**_JIT)
+def _patch_workspace():
+    """Scratch of the narrow phase and the patch code, allocated once per call of a batch
+    kernel: support features PA, PB, FA, FB (MAXF, 3), scalars ws (NWS, MAXF), 3-vectors V
+    (NV3, 3), kept patch points keep (4,)."""
+    return (np.empty((MAXF, 3)), np.empty((MAXF, 3)), np.empty((MAXF, 3)), np.empty((MAXF, 3)),
+            np.empty((NWS, MAXF)), np.zeros((NV3, 3)), np.empty(4, dtype=np.int64))
+
+
+@njit(**_JIT)
 def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff,
                   allow, planes, others, native_ok, margin, tol, gfric, grest, gcomp,
                   oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
@@ -1230,13 +1219,7 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     if npairs > pairs.shape[0]:
         return Q_OK, npairs, 0, 0
     ng = gbody.shape[0]
-    PA = np.empty((MAXF, 3))
-    PB = np.empty((MAXF, 3))
-    FA = np.empty((MAXF, 3))
-    FB = np.empty((MAXF, 3))
-    ws = np.empty((NWS, MAXF))
-    V = np.zeros((NV3, 3))
-    keep = np.empty(4, dtype=np.int64)
+    PA, PB, FA, FB, ws, V, keep = _patch_workspace()
     nlib = 0
     k = 0
     pi = 0
@@ -1370,13 +1353,7 @@ def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, c
     """`patch_from_normal_kernel` over a batch of library results (fcl): pairs bpair (P, 2),
     normals bn (P, 3), witness points bwa, bwb (P, 3). Returns the new contact count."""
     ng = gbody.shape[0]
-    PA = np.empty((MAXF, 3))
-    PB = np.empty((MAXF, 3))
-    FA = np.empty((MAXF, 3))
-    FB = np.empty((MAXF, 3))
-    ws = np.empty((NWS, MAXF))
-    V = np.zeros((NV3, 3))
-    keep = np.empty(4, dtype=np.int64)
+    PA, PB, FA, FB, ws, V, keep = _patch_workspace()
     for i in range(npairs):
         k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn, bwa,
                                      bwb, i, tol, gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,

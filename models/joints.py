@@ -19,7 +19,7 @@ constant in the child body frame, so in world coordinates Ṡ = v × S (paper 00
 import numpy as np
 from numba import njit
 
-from .spatial import axis_angle_to_rot, quat_to_rot, quat_exp, quat_mul, so3_left_jacobian
+from .spatial import axis_angle_to_rot, quat_to_rot, quat_exp, quat_mul
 
 FIXED, REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4, 5
 JOINT_NAMES = ("fixed", "revolute", "prismatic", "free", "spherical", "planar")

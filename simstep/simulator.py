@@ -28,7 +28,7 @@ from numba import njit
 import collision
 import models
 from models.kinematics import integrate_kernel
-from solvers import (ConstraintSet, ContactSet, DenseDelassus, JointFriction, JointLimit, LoopClosure,
+from solvers import (ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure,
                      MatrixFreeDelassus)
 from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet

@@ -189,7 +189,6 @@ class MatrixFreeDelassus(_Rows):
         x = self._vec(x, self.m, "x")
         out = np.empty(self.m) if out is None else out
         self._need_aba()
-        d = self.data
         self._work()
         mf_matvec(self._geo(), self._ws, x, out)
         return out
@@ -372,12 +371,11 @@ class DenseDelassus(_Rows):
     def update_damping(self, d):
         """Cholesky of G + diag(d) (O(m³))."""
         rho_d, dv = self._damping(d)
-        if self._dn is None:
-            self._dn = (self.G, np.empty((self.m, self.m)), np.empty(self.m), np.empty(self.m))
+        dn = self.kernel_state()
         if dv is None:
-            dense_factor(self._dn, rho_d, self._dn[2], False)
+            dense_factor(dn, rho_d, dn[2], False)
         else:
-            dense_factor(self._dn, 0.0, dv, True)
+            dense_factor(dn, 0.0, dv, True)
         self.d = self._dn[2]
         return self
 

@@ -189,13 +189,27 @@ def _remove(adj, deg, k, v):
 
 
 @njit(cache=True)
+def _add_edge(adj, deg, a, b):
+    """Edge a–b into the fixed-capacity adjacency rows (n, cap), doubling the capacity when a
+    row is full; returns the (possibly new) array."""
+    for k, v in ((a, b), (b, a)):
+        if deg[k] == adj.shape[1]:
+            cap = 2 * adj.shape[1]
+            new = np.full((adj.shape[0], cap), -1, np.int64)
+            new[:, :cap // 2] = adj
+            adj = new
+        adj[k, deg[k]] = v
+        deg[k] += 1
+    return adj
+
+
+@njit(cache=True)
 def min_degree_kernel(parent, nvs, pairs):
     """Minimum-degree elimination respecting the tree (numba version of `elimination_order`,
     identical output). Adjacency in fixed-capacity rows, grown when full; heap with lazy
     entries keyed by (current degree, -index)."""
     n = parent.shape[0]
-    cap = 8
-    adj = np.full((n, cap), -1, np.int64)
+    adj = np.full((n, 8), -1, np.int64)     # grown by _add_edge
     deg = np.zeros(n, np.int64)
     slot = dict()
     slot[np.int64(-1)] = np.int64(-1)
@@ -203,14 +217,7 @@ def min_degree_kernel(parent, nvs, pairs):
     nslot = 0
     for r in range(pairs.shape[0]):
         a, b = pairs[r, 0], pairs[r, 1]
-        for k, v in ((a, b), (b, a)):
-            if deg[k] == cap:
-                cap *= 2
-                new = np.full((n, cap), -1, np.int64)
-                new[:, :cap // 2] = adj
-                adj = new
-            adj[k, deg[k]] = v
-            deg[k] += 1
+        adj = _add_edge(adj, deg, a, b)
         slot[a * n + b] = nslot
         nslot += 1
     nchild = np.zeros(n, np.int64)
@@ -284,14 +291,7 @@ def min_degree_kernel(parent, nvs, pairs):
                 pr_slot.append(s)
                 pr_tr.append(1 if k > l else 0)
                 if not _has(adj, deg, k, l):
-                    for kk, vv in ((k, l), (l, k)):
-                        if deg[kk] == cap:
-                            cap *= 2
-                            new = np.full((n, cap), -1, np.int64)
-                            new[:, :cap // 2] = adj
-                            adj = new
-                        adj[kk, deg[kk]] = vv
-                        deg[kk] += 1
+                    adj = _add_edge(adj, deg, k, l)
             if nvs[i] == 0:
                 break
         pair_ptr[t + 1] = len(pr_slot)

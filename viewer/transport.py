@@ -91,16 +91,8 @@ class Channel:
         dropped (returns False) when the server lags. A reliable command (scene objects,
         properties, animations) waits up to `timeout` for the server to catch up, then
         raises ViewerConnectionError."""
-        if self.closed:
+        if not self._make_room(1, reliable):
             return False
-        self.poll()
-        if self.outstanding >= self.max_outstanding:
-            if not reliable:
-                self._drop()
-                return False
-            if not self.flush(self.timeout):
-                raise ViewerConnectionError(f"meshcat server at {self.zmq_url} did not answer within "
-                                            f"{self.timeout} s")
         try:
             self.socket.send_multipart([b"", kind.encode(), path.encode(), data],
                                        flags=0 if reliable else zmq.NOBLOCK)
@@ -113,16 +105,8 @@ class Channel:
     def send_many(self, kind, paths, datas, reliable=False):
         """Queue several commands of one kind (paths as bytes), all or nothing: without
         `reliable`, returns False at once (nothing sent) when the server lags."""
-        if self.closed:
+        if not self._make_room(len(datas), reliable):
             return False
-        self.poll()
-        if self.outstanding + len(datas) > self.max_outstanding:
-            if not reliable:
-                self._drop()
-                return False
-            if not self.flush(self.timeout):
-                raise ViewerConnectionError(f"meshcat server at {self.zmq_url} did not answer within "
-                                            f"{self.timeout} s")
         k = kind.encode()
         sock = self.socket
         flags = 0 if reliable else zmq.NOBLOCK
@@ -131,12 +115,29 @@ class Channel:
             self.outstanding += 1
         return True
 
-    def _drop(self):
+    def _make_room(self, n, reliable):
+        """Room for n more outstanding commands: False if closed, or (not reliable) when the
+        server lags (the frame is dropped); a reliable command waits up to `timeout`, then
+        raises ViewerConnectionError."""
+        if self.closed:
+            return False
+        self.poll()
+        if self.outstanding + n > self.max_outstanding:
+            if not reliable:
+                self._drop(stacklevel=5)
+                return False
+            if not self.flush(self.timeout):
+                raise ViewerConnectionError(f"meshcat server at {self.zmq_url} did not answer within "
+                                            f"{self.timeout} s")
+        return True
+
+    def _drop(self, stacklevel=4):
         self.dropped += 1
         if not self._warned:
             self._warned = True
             warnings.warn(f"meshcat server at {self.zmq_url} is not keeping up (or is gone): "
-                          f"dropping viewer frames; the simulation is not slowed", RuntimeWarning, stacklevel=4)
+                          f"dropping viewer frames; the simulation is not slowed", RuntimeWarning,
+                          stacklevel=stacklevel)
 
     def _recv(self, timeout):
         if self.socket.poll(int(max(timeout, 0) * 1000), zmq.POLLIN):

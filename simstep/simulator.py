@@ -74,6 +74,14 @@ def contact_targets_kernel(phi, vn_pre, e, dt, erp, threshold, g):
         g[3 * i + 2] += corr
 
 
+def dead_band(phi, slop):
+    """Signed distances with the slop band [−slop, slop] removed (m): resting contacts inside
+    the band get the velocity target 0 exactly, so the targets of a redundant contact set
+    (four corners of a face) stay consistent with a rigid motion; distances beyond it keep
+    their speculative or push-out targets, shifted by the band."""
+    return np.sign(phi) * np.maximum(np.abs(phi) - slop, 0.0) if slop > 0 else phi
+
+
 class SimulationError(RuntimeError):
     """A step produced a non-finite state; the simulator state was left unchanged."""
 
@@ -151,7 +159,8 @@ class Simulator:
 
     Parameters (keyword): dt (s); operator "matrix_free" | "dense"; solver "admm" | "pgs";
     collision_backend "coal" | "fcl"; margin (m, contact detection margin); erp (Baumgarte
-    factor for penetration and loop drift, 0–1); restitution_threshold (m/s); joint_limits
+    factor for penetration and loop drift, 0–1); contact_slop (m, default 1e-5: contacts and joint
+    limits (rad or m) within ±slop of touching get the velocity target 0, see `dead_band`); restitution_threshold (m/s); joint_limits
     (bool); actuation (array (nv,) or callable(sim) -> (nv,); default: ``world.actuation`` if
     the scene set one); constraints (extra `LoopClosure`s etc.; default: ``world.constraints``);
     collision_options (dict for `collision.CollisionDetector`: exclude, self_collision,
@@ -165,7 +174,8 @@ class Simulator:
     def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
-                 project_closures=None, projection_tol=1e-10, projection_max_iter=10, **solver_settings):
+                 project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
+                 **solver_settings):
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
         dt = float(dt)
@@ -177,6 +187,9 @@ class Simulator:
             raise ValueError(f"solver must be 'admm' or 'pgs', got {solver!r}")
         if not 0 <= erp <= 1:
             raise ValueError(f"erp must be in [0, 1], got {erp}")
+        if not (np.isfinite(contact_slop) and contact_slop >= 0):
+            raise ValueError(f"contact_slop must be a finite distance ≥ 0 (m), got {contact_slop}")
+        self.contact_slop = float(contact_slop)
         self.world, self.model, self.dt = world, world.model, dt
         self.operator, self.solver_name = operator, solver
         self.erp, self.restitution_threshold = float(erp), float(restitution_threshold)
@@ -223,6 +236,7 @@ class Simulator:
         self._lim_sgn = np.array([r[3] for r in lim], float)
         self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
         self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
+        self._warm_tail = None
         self._eig = None
         self._tail = None
         self._op = None          # last step's operator (its arrays are reused by the next one)
@@ -266,6 +280,7 @@ class Simulator:
         if t is not None:
             self.t = float(t)
         self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
+        self._warm_tail = None
         self.data.compute(self.q)
 
     def set_actuation(self, actuation):
@@ -427,6 +442,7 @@ class Simulator:
         imp = lam[:3 * k].reshape(k, 3)
         self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key)
         self._warm_keys, self._warm_frames, self._warm_lam = c.key, c.frame, lam
+        self._warm_tail = self._tail
         st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0
         st.time_total = time.perf_counter() - t_start
         self.stats = st
@@ -476,7 +492,8 @@ class Simulator:
         dt, erp = self.dt, self.erp
         if k:      # contact velocities before the step (only needed for restitution), then the targets
             v_pre = op.J_apply(self.v) if np.any(c.restitution) else g
-            contact_targets_kernel(c.distance, v_pre, c.restitution, dt, erp, self.restitution_threshold, g)
+            contact_targets_kernel(dead_band(c.distance, self.contact_slop), v_pre, c.restitution, dt, erp,
+                                   self.restitution_threshold, g)
         row = 3 * k
         for e in extra_err:
             if e is None:
@@ -485,16 +502,22 @@ class Simulator:
             g[row:row + e.shape[0]] += erp * e / dt if erp > 0 else 0.0
             row += e.shape[0]
         for dof, gap in limit_rows:
+            gap = dead_band(gap, self.contact_slop)
             g[row] += gap / dt if gap > 0 else erp * gap / dt
             row += 1
 
     def _warm_start(self, c, k, mrows):
         """Previous impulses matched by contact key, rotated into the new contact frames."""
-        if k == 0 or self._warm_keys.size == 0:
-            return None
         x0 = np.zeros(mrows)
-        return x0 if warm_start_kernel(self._warm_keys, self._warm_frames, self._warm_lam, c.key, c.frame, x0) \
-            else None
+        hit = k > 0 and self._warm_keys.size > 0 and \
+            warm_start_kernel(self._warm_keys, self._warm_frames, self._warm_lam, c.key, c.frame, x0)
+        # the rows after the contacts (loop closures, active limits, joint friction) are the same
+        # constraints as in the previous step when its tail is reused: their impulses carry over
+        ntail = mrows - 3 * k
+        if ntail and self._warm_tail is self._tail and self._warm_lam.size >= ntail:
+            x0[3 * k:] = self._warm_lam[self._warm_lam.size - ntail:]
+            hit = True
+        return x0 if hit else None
 
     def _max_eigenvalue(self, op, cs):
         """λ_max(G) for the ρ rule: re-estimated when the constraint graph (the coupled body

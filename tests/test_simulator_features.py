@@ -98,12 +98,13 @@ def test_joint_dry_friction_sticks_or_slips(tmp_path, margin, sticks):
 
 def test_contact_compliance_penetration():
     """With compliance R on the contact rows, a resting box settles where the Baumgarte push
-    balances R λ: depth = R (m g dt / 4) dt / erp per corner."""
+    balances R λ: depth beyond the slop band = R (m g dt / 4) dt / erp per corner."""
     R, erp, dt, m = 2.0, 0.2, 1e-3, 1.0
     b = simstep.WorldBuilder()
     b.add_ground(friction=0.5, compliance=0.0)
     b.add_box("box", (0.1, 0.1, 0.1), mass=m, position=(0, 0, 0.1), compliance=R)
     sim = simstep.Simulator(b.build(), dt=dt, erp=erp, eps_abs=1e-12, eps_rel=1e-10)
     sim.run(2000)
-    depth = R * (m * G * dt / 4) * dt / erp
+    depth = R * (m * G * dt / 4) * dt / erp + sim.contact_slop
+    assert sim.contact_slop == 1e-5
     assert abs((0.1 - sim.q[2]) - depth) / depth < 1e-3

@@ -94,6 +94,7 @@ class StepStats:
     primal_residual: float = 0.0
     dual_residual: float = 0.0
     complementarity: float = 0.0
+    velocity_residual: float = 0.0     # m/s: contact law error of the returned impulses (ADMM)
     rho: float = 0.0
     warm_started: bool = False
     ncontacts: int = 0
@@ -409,6 +410,7 @@ class Simulator:
                 st.iterations, st.converged = res.iterations, res.converged
                 st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
                 st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
+                st.velocity_residual = res.velocity_residual
             else:
                 G = op.matrix() if hasattr(op, "matrix") else np.column_stack([op.matvec(e) for e in np.eye(mrows)])
                 res = self.pgs.solve(G, g, cones, compliance=compliance, x0=x0)

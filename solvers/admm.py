@@ -28,7 +28,7 @@ from models.jitcache import drop_stale_cache
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
-from .cones import CONE, ORTHANT, ConeSet, desaxce_kernel, ncp_residuals_kernel, project_kernel
+from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
 
 # admm_kernel compiles in the operator and cone kernels
@@ -38,16 +38,22 @@ drop_stale_cache(__file__, [_dk.__file__, _cones.__file__, models.dynamics.__fil
 
 @dataclass
 class ADMMSettings:
-    """Solver settings (defaults from notes/admm.md)."""
+    """Solver settings. Accuracy is stated in velocities (m/s): a solve stops when the contact
+    velocities produced by the returned impulses are within eps_abs + eps_rel ‖g‖∞ of
+    velocities that satisfy the contact law exactly with those impulses (slip of a sticking
+    contact, approach or penetration velocity, slip off the friction direction of a sliding one,
+    velocity error of a bilateral row); the impulses are always inside their cones."""
     max_iter: int = 1000
-    eps_abs: float = 1e-6            # Pinocchio's defaults; tighter costs many iterations on
-    eps_rel: float = 1e-6            # redundant contact sets (four coplanar corners)
+    eps_abs: float = 1e-6            # m/s: 1 µm/s of creep at most on a sticking contact
+    eps_rel: float = 0.0             # relative to ‖g‖∞ (the free velocities and targets)
     tau: float = 0.5
     mu_prox: float = 1e-6
     rho_power: float = 0.2           # ρ₀ = √(L m) (L/m)^rho_power
     rho_power_factor: float = 0.05   # ρ ← ρ (L/m)^±rho_power_factor
-    ratio_primal_dual: float = 10.0
-    update_rule: str = "spectral"    # "spectral" (ρ ← ρ (L/m)^±factor) or "osqp" (ρ ← ρ √(r_p / r_d))
+    ratio_primal_dual: float = 5.0   # ρ moves when the (relative) residuals differ by more than this
+    update_rule: str = "osqp"        # "osqp" (ρ ← ρ √(r̂_p / r̂_d), relative residuals) or "spectral"
+    relaxation: float = 1.0          # over-relaxation α ∈ (0, 2) of steps 3–4
+    polish: bool = True              # active-set solves on the guessed contact modes
     ncp: bool = True                 # De Saxcé correction (Coulomb); False: convex relaxation
     warm_start: bool = True
     eig_iters: int = 20              # Lanczos steps for λ_max(G)
@@ -58,13 +64,17 @@ class ADMMSettings:
             raise ValueError("ADMM needs max_iter ≥ 1 and a positive tolerance")
         if not (0 < self.tau <= 1 and self.mu_prox > 0 and self.ratio_primal_dual > 1):
             raise ValueError("ADMM needs 0 < tau ≤ 1, mu_prox > 0, ratio_primal_dual > 1")
+        if not 0 < self.relaxation < 2:
+            raise ValueError(f"relaxation must be in (0, 2), got {self.relaxation}")
         if self.update_rule not in ("spectral", "osqp"):
             raise ValueError(f"update_rule must be 'spectral' or 'osqp', got {self.update_rule!r}")
 
 
 @dataclass
 class ADMMResult:
-    """λ (m,), σ (m,) and the solve's statistics."""
+    """λ (m,), the contact velocities σ' (m,) it produces, and the solve's statistics:
+    velocity_residual (m/s, see `ADMMSettings`) and complementarity max |λ_b · σ'_b| of the
+    returned λ; primal_residual ‖x − y‖∞ (N·s) and dual_residual (m/s) of the last iteration."""
     lam: np.ndarray
     sigma: np.ndarray
     iterations: int
@@ -77,61 +87,63 @@ class ADMMResult:
     max_eigenvalue: float
     warm_started: bool
     time: float
+    velocity_residual: float = 0.0
+    polish_solves: int = 0
     history: list = field(default_factory=list)
 
 
 @njit(cache=True)
-def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_prox, ncp, rhs, s):
+def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_prox, alpha, ncp, rhs, s):
     """Steps 3, 4 and 1 of the iteration, the residuals, and the next right-hand side.
 
-    In: x = x⁺ from the damped solve, x_prev, y, z of the previous iterate. Out: y, z updated
-    in place; rhs = −(g + s(z)) + τρ y + μ_prox x + z; returns (r_primal, r_dual, r_compl,
-    ‖x‖∞, ‖z‖∞)."""
+    In: x = x⁺ from the damped solve, x_prev, y, z of the previous iterate. Over-relaxation
+    (Eckstein & Bertsekas; OSQP's α): steps 3–4 use x̂ = α x⁺ + (1 − α) y. Out: y, z updated
+    in place; rhs = −(g + s(z)) + τρ y + μ_prox x + z; returns (r_primal = ‖x⁺ − y⁺‖∞ (N·s),
+    r_dual = ‖μ_prox Δx + τρ Δy‖∞ (m/s: the velocity mismatch G x⁺ + g + s − z⁺), max(‖x⁺‖∞,
+    ‖y⁺‖∞), ‖z⁺‖∞)."""
     m = x.shape[0]
     inv = 1.0 / trho
-    rp, rd, xn, zn = 0.0, 0.0, 0.0, 0.0
     for r in range(m):
-        rhs[r] = x[r] - z[r] * inv           # reuse rhs as workspace for x − z/τρ
+        rhs[r] = alpha * x[r] + (1.0 - alpha) * y[r] - z[r] * inv     # x̂ − z/τρ (rhs as workspace)
     project_kernel(kind, start, size, param, rhs, s)   # s holds y⁺ for now
+    rp, rd, xn, zn = 0.0, 0.0, 0.0, 0.0
     for r in range(m):
         dy = s[r] - y[r]
         dx = x[r] - x_prev[r]
+        xh = alpha * x[r] + (1.0 - alpha) * y[r]
         y[r] = s[r]
-        z[r] -= trho * (x[r] - y[r])
+        z[r] -= trho * (xh - y[r])
         rp = max(rp, abs(x[r] - y[r]))
         rd = max(rd, abs(mu_prox * dx + trho * dy))
-        xn = max(xn, abs(x[r]))
+        xn = max(xn, max(abs(x[r]), abs(y[r])))
         zn = max(zn, abs(z[r]))
-    rc = 0.0
-    for b in range(kind.shape[0]):
-        if kind[b] == CONE or kind[b] == ORTHANT:
-            acc = 0.0
-            for r in range(start[b], start[b] + size[b]):
-                acc += y[r] * z[r]
-            rc = max(rc, abs(acc))
     if ncp:
         desaxce_kernel(kind, start, param, z, s)
     else:
         s[:] = 0.0
     for r in range(m):
         rhs[r] = -(g[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
-    return rp, rd, rc, xn, zn
+    return rp, rd, xn, zn
 
 
 @njit(cache=True)
-def warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, ncp):
-    """Largest NCP residual of the warm start (λ = xw, σ = zw + s) and of λ = 0 (σ = g + s)."""
-    m = g.shape[0]
-    s = np.zeros(m)
-    sw, sc = zw.copy(), g.copy()
+def constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam, sigma):
+    """σ = (G + R_c) λ + g (m/s) by one product with the operator."""
+    _op_matvec(dense, geo, ws, dn, lam, sigma)
+    for r in range(g.shape[0]):
+        sigma[r] += g[r] + (Rc[r] * lam[r] if has_rc else 0.0)
+
+
+@njit(cache=True)
+def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam, sigma, s):
+    """σ' = (G + R_c) λ + g + s(σ) (m/s); returns the Coulomb residual of (λ, σ')
+    (`velocity_residual_kernel`: max velocity error, max |λ·σ'|)."""
+    constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam, sigma)
     if ncp:
-        desaxce_kernel(kind, start, param, zw, s)
-        sw += s
-        desaxce_kernel(kind, start, param, g, s)
-        sc += s
-    a = ncp_residuals_kernel(kind, start, size, param, xw, sw)
-    b = ncp_residuals_kernel(kind, start, size, param, np.zeros(m), sc)
-    return max(a[0], a[1], a[2]), max(b[0], b[1], b[2])
+        desaxce_kernel(kind, start, param, sigma, s)
+        for r in range(g.shape[0]):
+            sigma[r] += s[r]
+    return velocity_residual_kernel(kind, start, size, param, lam, sigma)
 
 
 @njit(cache=True)
@@ -152,11 +164,88 @@ def _refactor(dense, geo, fac, dn, Rc, has_rc, d, dvec):
 
 
 @njit(cache=True)
+def _op_matvec(dense, geo, ws, dn, x, out):
+    """out = G x on either operator."""
+    if dense:
+        G = dn[0]
+        for r in range(x.shape[0]):
+            acc = 0.0
+            for c in range(x.shape[0]):
+                acc += G[r, c] * x[c]
+            out[r] = acc
+    else:
+        mf_matvec(geo, ws, x, out)
+
+
+@njit(cache=True)
 def _op_solve(dense, geo, fac, ws, dn, b, out):
     if dense:
         dense_solve(dn, b, out)
     else:
         mf_solve(geo, fac, ws, b, out)
+
+
+@njit(cache=True)
+def active_set_kernel(kind, start, size, param, lam, sigma, fixed):
+    """Contact modes guessed from impulses λ and velocities σ' (m,): fixed[r] = 1 on rows whose
+    impulse is known (separated contacts and inactive limits: 0; sliding contacts: λ as is;
+    joint friction at its bound: ±f), 0 on rows that must have zero velocity (sticking
+    contacts, bilateral rows, active limits, joint friction inside its bound). A row at zero
+    impulse that approaches (σ_n < 0) is taken as active."""
+    for b in range(kind.shape[0]):
+        s, k = start[b], kind[b]
+        if k == CONE:
+            mu = param[b]
+            t1, t2, n = lam[s], lam[s + 1], lam[s + 2]
+            nt = np.sqrt(t1 * t1 + t2 * t2)
+            if n <= 0.0:
+                f = 0 if sigma[s + 2] < 0.0 else 1
+            elif nt > 0.0 and nt >= mu * n * (1.0 - 1e-9):
+                f = 1
+            else:
+                f = 0
+            for r in range(s, s + 3):
+                fixed[r] = f
+        elif k == FREE:
+            for r in range(s, s + size[b]):
+                fixed[r] = 0
+        elif k == ORTHANT:
+            for r in range(s, s + size[b]):
+                fixed[r] = 0 if (lam[r] > 0.0 or sigma[r] < 0.0) else 1
+        else:
+            f = param[b]
+            at = (lam[s] >= f and sigma[s] <= 0.0) or (lam[s] <= -f and sigma[s] >= 0.0)
+            fixed[s] = 1 if (at and f > 0.0) or f == 0.0 else 0
+
+
+@njit(cache=True)
+def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam, sigma,
+                  fixed, lam_out, sigma_out):
+    """One active-set correction (the polish of OSQP, Stellato et al. 2020, Sec. 4, taken from
+    the impulses λ and their velocities σ = (G + R_c) λ + g without the De Saxcé term): with the
+    modes of `active_set_kernel`, the rows E that must not move get the correction
+    Δ_E = −(G_EE + R_c + δ I)⁻¹ σ_E, the fixed rows F keep their impulses (the operator's damped
+    solve with damping δ on E and `big` on F, which decouples them). Starting from λ rather
+    than from zero keeps λ's distribution over redundant rows (the four corners of a face):
+    only the part of λ in the range of G moves, by the least-squares step that zeroes the
+    velocities. δ (0.1 μ_prox) bounds the velocity error δ‖Δ‖∞ it leaves. Writes λ_out = Π_K(λ + Δ)
+    and σ'_out; returns their Coulomb residual (`velocity_residual_kernel`)."""
+    m = g.shape[0]
+    active_set_kernel(kind, start, size, param, lam, sigma, fixed)
+    dvec = np.empty(m)
+    b = np.empty(m)
+    for r in range(m):
+        dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
+        b[r] = 0.0 if fixed[r] else -sigma[r]
+    _op_factor(dense, geo, fac, dn, 0.0, dvec, True)
+    x = np.empty(m)
+    _op_solve(dense, geo, fac, ws, dn, b, x)
+    for r in range(m):
+        x[r] = lam[r] if fixed[r] else lam[r] + x[r]
+    project_kernel(kind, start, size, param, x, lam_out)
+    s = np.empty(m)
+    return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
+                                     sigma_out, s)
 
 
 @njit(cache=True)
@@ -166,41 +255,59 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
 
     dense: 1 drives the explicit operator dn = (G, C, d, t), 0 the matrix-free one (geo, fac,
     ws) (`delassus_kernels`); the other operator's tuples are placeholders. ip = (max_iter,
-    ncp, osqp rule, record); fp = (τ, μ_prox, ε_abs, ε_rel, primal/dual ratio, ρ₀, spectral
-    step, L = λ_max(G), ρ_min). x0: warm start, kept if its NCP residual beats λ = 0. Writes λ
-    (= y) and σ (= z); hist (max_iter, 4) gets (r_p, r_d, r_c, ρ) per iteration if recording.
-    Returns (iterations, converged, r_p, r_d, r_c, ρ, ρ updates, warm started)."""
-    max_iter, ncp, osqp, record = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0
-    tau, mu_prox, eps_abs, eps_rel, ratio, rho, step, L, rho_min = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], \
+    ncp, osqp rule, record); fp = (τ, μ_prox, tol (m/s), primal/dual ratio, ρ₀, spectral step,
+    L = λ_max(G), ρ_min, α). x0: warm start, kept if its velocity residual beats λ = 0.
+
+    Stopping (physical units): λ = y ∈ K always; the step stops when the contact velocities
+    σ' = (G + R_c) λ + g + s(σ) are within tol (m/s) of velocities that satisfy the contact law
+    exactly with λ (`velocity_residual_kernel`). That test costs one operator product, so it
+    runs when the iteration's own velocity mismatch r_d is below tol and, unless L r_p is too,
+    at most every 10 iterations. Writes λ and σ'; hist (max_iter, 4) gets (r_p, r_d, r_v, ρ)
+    per iteration if recording (r_v = −1 where not evaluated). Returns (iterations,
+    converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm started)."""
+    max_iter, ncp, osqp, record, polish = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0, ip[4] != 0
+    tau, mu_prox, tol, ratio, rho, step, L, rho_min, alpha = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], \
         fp[6], fp[7], fp[8]
+    delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
+    gnorm = 0.0
+    for r in range(g.shape[0]):
+        gnorm = max(gnorm, abs(g[r]))
     m = g.shape[0]
     x = np.zeros(m)
-    z = g.copy()
     s = np.zeros(m)
+    z = g.copy()                 # σ'(0) = g + s(g): the cold start's velocities
+    if ncp:
+        desaxce_kernel(kind, start, param, z, s)
+        z += s
+    r0 = velocity_residual_kernel(kind, start, size, param, x, z)
     warm = False
     if use_x0:
         xw = np.empty(m)
         project_kernel(kind, start, size, param, x0, xw)
         zw = np.empty(m)
-        if dense:
-            G = dn[0]
-            for r in range(m):
-                acc = 0.0
-                for c in range(m):
-                    acc += G[r, c] * xw[c]
-                zw[r] = acc
-        else:
-            mf_matvec(geo, ws, xw, zw)
-        for r in range(m):
-            zw[r] += g[r] + (Rc[r] * xw[r] if has_rc else 0.0)
-        r_warm, r_cold = warm_cold_residuals_kernel(kind, start, size, param, xw, zw, g, ncp)
-        if r_warm < r_cold:
-            x, z, warm = xw, zw, True
+        rw = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw, zw, s)
+        if rw[0] < r0[0]:
+            x, z, warm, r0 = xw, zw, True, rw
+    if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
+        lam[:] = x
+        sigma[:] = z
+        return 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0
+    fixed = np.empty(m, np.int64)
+    n_polish = 0
+    sw = np.empty(m)
+    if polish and warm:          # the previous step's contact modes, solved exactly
+        n_polish += 1
+        for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
+            sw[r] = z[r] - s[r] if ncp else z[r]
+        rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
+                             fixed, lam, sigma)
+        if rpol[0] <= tol:
+            return 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish
     y = x.copy()
     if ncp:
-        desaxce_kernel(kind, start, param, z, s)
-        z += s
         desaxce_kernel(kind, start, param, z, s)          # step 1 for the first iteration
+    else:
+        s[:] = 0.0
     trho = tau * rho
     dvec = np.empty(m)
     _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
@@ -209,31 +316,52 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
         rhs[r] = -(g[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
     x_prev = x.copy()
     xn = np.empty(m)
+    xw_p = np.empty(m)
+    next_polish = 10
     converged = False
     n_updates = 0
-    rp = rd = rc = np.inf
+    rp = rd = rv = np.inf
+    rc = 0.0
+    next_check = 0
     it = 0
     for it in range(1, max_iter + 1):
         _op_solve(dense, geo, fac, ws, dn, rhs, xn)
-        rp, rd, rc, xnorm, znorm = admm_update_kernel(kind, start, size, param, g, xn, x_prev, y, z, trho, mu_prox,
-                                                      ncp, rhs, s)
+        rp, rd, xnorm, znorm = admm_update_kernel(kind, start, size, param, g, xn, x_prev, y, z, trho, mu_prox, alpha,
+                                                  ncp, rhs, s)
+        rv_it = -1.0
+        if rd <= tol and (L * rp <= tol or it >= next_check):
+            rv, rc = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, y,
+                                               sigma, sw)
+            rv_it = rv
+            if rv <= tol:
+                converged = True
+            next_check = it + 10
         if record:
-            hist[it - 1, 0], hist[it - 1, 1], hist[it - 1, 2], hist[it - 1, 3] = rp, rd, rc, rho
-        tol_p = eps_abs + eps_rel * max(xnorm, 1e-300)
-        tol_d = eps_abs + eps_rel * max(znorm, 1e-300)
-        tol_c = eps_abs + eps_rel * max(xnorm * znorm, 1e-300)
-        if rp <= tol_p and rd <= tol_d and rc <= tol_c:
-            converged = True
+            hist[it - 1, 0], hist[it - 1, 1], hist[it - 1, 2], hist[it - 1, 3] = rp, rd, rv_it, rho
+        if converged:
             break
+        if polish and it == next_polish and n_polish < 4:   # the iterate's modes, solved exactly
+            n_polish += 1
+            next_polish *= 2
+            constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, y, sw)
+            rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
+                                 y, sw, fixed, xw_p, sw)
+            if rpol[0] <= tol:
+                lam[:] = xw_p
+                sigma[:] = sw
+                return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish
+            _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)   # back to the ADMM's damping
         x_prev[:] = xn
-        # ρ update when the residuals are unbalanced (spectral: ρ (L/m)^±factor; osqp: √(r_p/r_d))
+        # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the
+        # residuals relative to their scales, ρ ← ρ √(r̂_p / r̂_d); spectral: ρ (L/m)^±factor
         new_rho = rho
-        if rp > ratio * rd or rd > ratio * rp:
-            if osqp:
-                new_rho = rho * np.sqrt(rp / max(rd, 1e-300))
-            else:
-                new_rho = rho * step if rp > rd else rho / step
-            new_rho = min(max(new_rho, rho_min), L)     # keep τρ within the spectrum's range
+        if osqp:
+            q = (rp / max(xnorm, 1e-300)) / max(rd / max(znorm, gnorm, 1e-300), 1e-300)
+            if q > ratio or q * ratio < 1.0:
+                new_rho = rho * math.sqrt(q)
+        elif rp > ratio * rd or rd > ratio * rp:
+            new_rho = rho * step if rp > rd else rho / step
+        new_rho = min(max(new_rho, rho_min), L)         # keep τρ within the spectrum's range
         if new_rho != rho:
             rho = new_rho
             new_trho = tau * rho
@@ -242,9 +370,11 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             trho = new_trho
             _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
             n_updates += 1
+    if not converged:       # at the cap: the cone-projected iterate and its true residual
+        rv, rc = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, y,
+                                           sigma, sw)
     lam[:] = y
-    sigma[:] = z
-    return it, converged, rp, rd, rc, rho, n_updates, warm
+    return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish
 
 
 def lanczos_max_eigenvalue(matvec, m, iters=20):
@@ -365,18 +495,20 @@ class ADMMSolver:
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
-        ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record], np.int64)
-        fp = np.array([st.tau, st.mu_prox, st.eps_abs, st.eps_rel, st.ratio_primal_dual, rho, step, L, mm])
+        ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record, st.polish], np.int64)
+        tol = st.eps_abs + st.eps_rel * float(np.abs(g).max())
+        fp = np.array([st.tau, st.mu_prox, tol, st.ratio_primal_dual, rho, step, L, mm, st.relaxation])
         lam, sigma = np.empty(m), np.empty(m)
         hist = np.empty((st.max_iter if record else 0, 4))
-        it, converged, rp, rd, rc, rho, n_updates, warm = admm_kernel(
+        it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish = admm_kernel(
             dense, geo, fac, ws, dn, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
             x0, use_x0, ip, fp, lam, sigma, hist)
-        if not dense:
+        if not dense and it > 0:
             op._factored = True
         if st.keep_rho_power:
             self.rho_power = math.log(rho / math.sqrt(L * mm)) / math.log(cond)
         history = [tuple(h) for h in hist[:it]] if record else []
         return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=bool(converged), primal_residual=rp,
                           dual_residual=rd, complementarity=rc, rho=rho, rho_updates=int(n_updates),
-                          max_eigenvalue=L, warm_started=bool(warm), time=time.perf_counter() - t0, history=history)
+                          max_eigenvalue=L, warm_started=bool(warm), time=time.perf_counter() - t0,
+                          velocity_residual=rv, polish_solves=int(n_polish), history=history)

@@ -159,40 +159,53 @@ def desaxce_kernel(kind, start, param, sigma, s_out):
 
 
 @njit(cache=True)
-def ncp_residuals_kernel(kind, start, size, param, lam, sigma):
-    """Residuals of a candidate (λ, σ) with σ = (G + R) λ + g + s(σ) already formed:
-    (primal infeasibility max dist(λ, K), dual infeasibility max dist(σ, K*) restricted to the
-    relevant sets, complementarity max |λ_b · σ_b|)."""
-    rp, rd, rc = 0.0, 0.0, 0.0
+def velocity_residual_kernel(kind, start, size, param, lam, sigma):
+    """Coulomb residual of impulses λ ∈ K (m,) with the velocities σ' = (G + R) λ + g + s(σ) they
+    produce (m/s): the largest |σ' − z| over rows, where z is the velocity nearest to σ' that
+    satisfies the contact law exactly with λ (the projection of σ' on the face of K* orthogonal
+    to λ). Per block:
+
+    - cone, λ_n = 0 (separated): z = Π_{K*}(σ'), so only approach (σ_n < 0) counts;
+    - cone, λ strictly inside (sticking): z = 0, so slip and normal velocity count in full;
+    - cone, λ on the boundary (sliding): z = β u on the ray u ∝ (−λ_t/‖λ_t‖, μ) of K* opposite
+      to λ, so slip off the direction opposite to the friction force counts;
+    - free rows: z = 0; orthant: z = 0 if λ > 0 else max(σ, 0); box: z = 0 inside, one-sided on
+      a face.
+
+    With the De Saxcé term, σ' = (σ_t, σ_n + μ‖σ_t‖). Returns (max residual, max |λ_b · σ'_b|)."""
+    rv, rc = 0.0, 0.0
     for b in range(kind.shape[0]):
         s, k = start[b], kind[b]
         if k == CONE:
             mu = param[b]
-            p1, p2, p3 = project_cone(mu, lam[s], lam[s + 1], lam[s + 2])
-            rp = max(rp, max(abs(lam[s] - p1), abs(lam[s + 1] - p2), abs(lam[s + 2] - p3)))
-            # dual cone of K_μ is K_{1/μ} with the same axis
-            if mu > 0:
-                d1, d2, d3 = project_cone(1.0 / mu, sigma[s], sigma[s + 1], sigma[s + 2])
-                rd = max(rd, max(abs(sigma[s] - d1), abs(sigma[s + 1] - d2), abs(sigma[s + 2] - d3)))
+            t1, t2, n = lam[s], lam[s + 1], lam[s + 2]
+            a1, a2, a3 = sigma[s], sigma[s + 1], sigma[s + 2]
+            nt = np.sqrt(t1 * t1 + t2 * t2)
+            if n <= 0.0:
+                if mu > 0:
+                    z1, z2, z3 = project_cone(1.0 / mu, a1, a2, a3)
+                else:
+                    z1, z2, z3 = 0.0, 0.0, max(a3, 0.0)
+            elif nt > 0.0 and nt >= mu * n * (1.0 - 1e-9):
+                c = 1.0 / np.sqrt(1.0 + mu * mu)
+                u1, u2, u3 = -t1 / nt * c, -t2 / nt * c, mu * c
+                beta = max(a1 * u1 + a2 * u2 + a3 * u3, 0.0)
+                z1, z2, z3 = beta * u1, beta * u2, beta * u3
             else:
-                rd = max(rd, max(-sigma[s + 2], 0.0))
-            rc = max(rc, abs(lam[s] * sigma[s] + lam[s + 1] * sigma[s + 1] + lam[s + 2] * sigma[s + 2]))
+                z1, z2, z3 = 0.0, 0.0, 0.0
+            rv = max(rv, max(abs(a1 - z1), max(abs(a2 - z2), abs(a3 - z3))))
+            rc = max(rc, abs(t1 * a1 + t2 * a2 + n * a3))
         elif k == FREE:
             for r in range(s, s + size[b]):
-                rd = max(rd, abs(sigma[r]))
+                rv = max(rv, abs(sigma[r]))
         elif k == ORTHANT:
             for r in range(s, s + size[b]):
-                rp = max(rp, max(-lam[r], 0.0))
-                rd = max(rd, max(-sigma[r], 0.0))
+                z = 0.0 if lam[r] > 0.0 else max(sigma[r], 0.0)
+                rv = max(rv, abs(sigma[r] - z))
                 rc = max(rc, abs(lam[r] * sigma[r]))
         else:
             f = param[b]
-            rp = max(rp, max(abs(lam[s]) - f, 0.0))
-            # σ in the normal cone of the box at λ: σ = 0 inside, sign(σ) = -sign(λ) on faces
-            if lam[s] >= f - 1e-12 * max(f, 1.0):
-                rd = max(rd, max(sigma[s], 0.0))
-            elif lam[s] <= -f + 1e-12 * max(f, 1.0):
-                rd = max(rd, max(-sigma[s], 0.0))
-            else:
-                rd = max(rd, abs(sigma[s]))
-    return rp, rd, rc
+            a = sigma[s]
+            z = min(a, 0.0) if lam[s] >= f else (max(a, 0.0) if lam[s] <= -f else 0.0)
+            rv = max(rv, abs(a - z))
+    return rv, rc

@@ -1,0 +1,198 @@
+"""The convergence pieces of the ADMM against independent references: the Coulomb velocity
+residual (the stopping test, in m/s) against Dykstra's alternating projections, the
+active-set polish against a dense least-squares solve, over-relaxation and the ρ rules on the
+KKT check of test_admm, and the iteration cap returning cone-feasible impulses."""
+import numpy as np
+import pytest
+
+from solvers.admm import (ADMMSettings, ADMMSolver, _kernel_operator, active_set_kernel, polish_kernel)
+from solvers.cones import BOX, CONE, FREE, ORTHANT, ConeSet, velocity_residual_kernel
+
+from test_admm import DenseOp, kkt_violation
+
+
+def soc_projection(a, v):
+    """Projection on the second-order cone ‖v_t‖ ≤ a v_n (closed form)."""
+    nt = np.hypot(v[0], v[1])
+    if nt <= a * v[2]:
+        return v.copy()
+    if a * nt <= -v[2]:
+        return np.zeros(3)
+    c = (a * nt + v[2]) / (1 + a * a)
+    return np.array([a * c * v[0] / nt, a * c * v[1] / nt, c])
+
+
+def face_projection_oracle(lam, sp, mu, iters=20000):
+    """z nearest to σ' on K* ∩ λ^⊥ (K* = {μ‖z_t‖ ≤ z_n}) by Dykstra's alternating projections
+    between K* and the plane λ^⊥ (a generic algorithm, independent of the kernel's case split)."""
+    n = np.linalg.norm(lam)
+    u = lam / n if n > 0 else None
+    x, p, q = sp.copy(), np.zeros(3), np.zeros(3)
+    for _ in range(iters):
+        y = soc_projection(1.0 / mu, x + p)
+        p = x + p - y
+        x = y + q if u is None else (y + q) - u * (u @ (y + q))
+        q = y + q - x
+    return x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_velocity_residual_matches_the_projection_on_the_face(seed):
+    """The kernel's residual is the velocity error to the nearest velocity z that satisfies the
+    contact law with λ (z on the face K* ∩ λ^⊥). Separated and sticking contacts: z from
+    Dykstra's alternating projections (the face is K*, resp. {0}). Sliding contacts (the face is
+    a ray tangent to the plane, where alternating projections crawl): z is checked by the
+    conditions that define the projection on a closed convex cone: z ∈ K*, λ·z = 0,
+    (σ' − z)·z = 0 and σ' − z in the polar of the face."""
+    rng = np.random.default_rng(seed)
+    mu = 0.3 + rng.random()
+    t = rng.normal(size=2)
+    t /= np.linalg.norm(t)
+    one = (np.array([CONE]), np.array([0]), np.array([3]), np.array([mu]))
+    for _ in range(5):
+        sp = rng.normal(size=3) * 0.1
+        for lam in (np.zeros(3), np.array([*(0.3 * mu * t), 1.0])):     # separated, sticking
+            rv, rc = velocity_residual_kernel(*one, lam, sp)
+            z = face_projection_oracle(lam, sp, mu)
+            assert abs(rv - np.abs(sp - z).max()) < 1e-9, (lam, sp, rv, np.abs(sp - z).max())
+            assert abs(rc - abs(lam @ sp)) < 1e-14
+        lam = np.array([*(mu * 2.0 * t), 2.0])                            # sliding
+        rv, _ = velocity_residual_kernel(*one, lam, sp)
+        ray = np.array([*(-t), mu])                                       # spans the face
+        beta = max(sp @ ray / (ray @ ray), 0.0)
+        z = beta * ray
+        assert mu * np.hypot(z[0], z[1]) <= z[2] + 1e-15 and abs(lam @ z) < 1e-14
+        assert abs((sp - z) @ z) < 1e-14 and (sp - z) @ ray <= 1e-14
+        assert rv == pytest.approx(np.abs(sp - z).max(), abs=1e-15)
+
+
+def test_velocity_residual_of_the_other_sets():
+    kind = np.array([FREE, ORTHANT, ORTHANT, BOX, BOX, BOX])
+    start, size = np.arange(6), np.ones(6, np.int64)
+    param = np.array([0, 0, 0, 1.0, 1.0, 1.0])
+    lam = np.array([0.5, 0.0, 0.2, 1.0, -1.0, 0.3])
+    sig = np.array([0.01, -0.02, 0.003, 0.004, 0.005, -0.006])
+    # free: |σ|; orthant at 0: approach only; active: |σ|; box at +f: σ > 0 only; at −f: σ < 0 only; inside: |σ|
+    expect = [0.01, 0.02, 0.003, 0.004, 0.0, 0.006]
+    rv, _ = velocity_residual_kernel(kind, start, size, param, lam, sig)
+    assert rv == pytest.approx(max(expect), abs=1e-15)
+    for i, e in enumerate(expect):       # one block at a time
+        r, _ = velocity_residual_kernel(kind[i:i + 1], np.array([0]), np.array([1]), param[i:i + 1], lam[i:i + 1],
+                                        sig[i:i + 1])
+        assert r == pytest.approx(e, abs=1e-15)
+
+
+def random_contact_problem(rng, n_contacts=6, nv=9, extra=()):
+    """G = J M⁻¹ Jᵀ of random rank ≤ nv (redundant when 3 n_contacts > nv), g = J v."""
+    m = 3 * n_contacts + len(extra)
+    J = rng.normal(size=(m, nv))
+    A = rng.normal(size=(nv, nv))
+    Minv = np.linalg.inv(A @ A.T + nv * np.eye(nv))
+    G = J @ Minv @ J.T
+    g = J @ rng.normal(size=nv) * 0.1
+    return G, g
+
+
+def test_polish_is_the_dense_least_squares_correction():
+    """From impulses λ with sticking, sliding and separated contacts, the polish moves the
+    sticking rows by Δ_E = −(G_EE + δ I)⁻¹ σ_E (σ = G λ + g), keeps the others, and projects."""
+    rng = np.random.default_rng(3)
+    G, g = random_contact_problem(rng, n_contacts=5, nv=12)
+    mu = np.full(5, 0.8)
+    cones = ConeSet.contacts(mu)
+    kind, start, size, param = cones.arrays()
+    lam = np.zeros(15)
+    lam[0:3] = [0.01, 0.0, 0.1]          # sticking
+    lam[3:6] = [0.08, 0.0, 0.1]          # sliding (on the boundary)
+    lam[9:12] = [0.0, -0.02, 0.2]        # sticking
+    sigma = G @ lam + g
+    sigma[8] = 0.5                        # contact 2 separating (λ = 0, σ_n > 0)
+    sigma[14] = -0.5                      # contact 4 approaching at λ = 0: taken as active
+    fixed = np.empty(15, np.int64)
+    active_set_kernel(kind, start, size, param, lam, sigma, fixed)
+    assert fixed.tolist() == [0] * 3 + [1] * 3 + [1] * 3 + [0] * 3 + [0] * 3
+    op = DenseOp(G)
+    dense, geo, fac, ws, dn = _kernel_operator(op, 15)
+    delta, big = 1e-7, 1e10
+    out, sig_out = np.empty(15), np.empty(15)
+    polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, np.zeros(0), False, True, delta, big,
+                  lam, sigma, fixed, out, sig_out)
+    E = fixed == 0
+    ref = lam.copy()
+    ref[E] += np.linalg.solve(G[np.ix_(E, E)] + delta * np.eye(E.sum()), -sigma[E])
+    ref = cones.project(ref)
+    assert np.abs(out - ref).max() < 1e-7 * np.abs(ref).max()
+    # σ'_out is the velocity the polished impulses produce, with the De Saxcé term
+    s0 = G @ out + g
+    s0[2::3] += mu * np.hypot(s0[0::3], s0[1::3])
+    assert np.allclose(sig_out, s0, atol=1e-12)
+
+
+def redundant_pile(rng, n_contacts=12, nv=18):
+    """A loaded, redundant contact set (3 n_contacts rows on nv dof) with consistent targets:
+    g = J v for a velocity v pressing every contact (sticking solution exists with margin)."""
+    J = rng.normal(size=(3 * n_contacts, nv))
+    A = rng.normal(size=(nv, nv))
+    Minv = np.linalg.inv(A @ A.T + nv * np.eye(nv))
+    G = J @ Minv @ J.T
+    lam_star = np.tile([0.0, 0.0, 1.0], n_contacts) + 0.05 * rng.normal(size=3 * n_contacts)
+    g = -G @ lam_star            # σ = G (λ − λ*) = 0 at λ*: all contacts stick, inside their cones
+    return G, g, ConeSet.contacts(np.full(n_contacts, 1.0)), lam_star
+
+
+def test_polish_solves_a_warm_started_sticking_pile_in_one_step():
+    """Warm-started near a sticking solution of a redundant set, the solve ends after the
+    polish (one factorisation and one solve); without the polish the ADMM iterates."""
+    rng = np.random.default_rng(0)
+    G, g, cones, lam_star = redundant_pile(rng)
+    x0 = lam_star + 0.05 * rng.normal(size=lam_star.shape)
+    with_polish = ADMMSolver(ADMMSettings()).solve(DenseOp(G), g, cones, x0=x0)
+    without = ADMMSolver(ADMMSettings(polish=False)).solve(DenseOp(G), g, cones, x0=x0)
+    assert with_polish.converged and without.converged
+    assert with_polish.iterations == 1 and with_polish.polish_solves == 1
+    assert without.iterations > 5
+    for r in (with_polish, without):
+        assert r.velocity_residual <= 1e-6
+        assert kkt_violation(G, g, [("cone", slice(3 * i, 3 * i + 3), 1.0) for i in range(12)], r.lam) < 1e-5
+
+
+@pytest.mark.parametrize("settings", [dict(), dict(relaxation=1.6), dict(update_rule="spectral", ratio_primal_dual=10),
+                                      dict(polish=False), dict(eps_abs=1e-9)])
+def test_settings_meet_the_velocity_tolerance(settings):
+    """Every variant returns impulses in their cones whose velocities are within the tolerance
+    (m/s) of the contact law, on a cold-started redundant pile with sliding and separation."""
+    rng = np.random.default_rng(5)
+    G, g = random_contact_problem(rng, n_contacts=8, nv=14)
+    cones = ConeSet.contacts(np.full(8, 0.4))
+    st = ADMMSettings(max_iter=5000, **settings)
+    r = ADMMSolver(st).solve(DenseOp(G), g, cones)
+    assert r.converged
+    tol = st.eps_abs
+    kind, start, size, param = cones.arrays()
+    s0 = G @ r.lam + g
+    s0[2::3] += 0.4 * np.hypot(s0[0::3], s0[1::3])
+    rv, _ = velocity_residual_kernel(kind, start, size, param, r.lam, s0)
+    assert rv <= tol and r.velocity_residual == pytest.approx(rv, abs=1e-15)
+    assert np.abs(r.lam - cones.project(r.lam)).max() <= 1e-15
+
+
+def test_iteration_cap_returns_cone_feasible_impulses_and_the_true_residual():
+    rng = np.random.default_rng(2)
+    G, g = random_contact_problem(rng, n_contacts=8, nv=14)
+    cones = ConeSet.contacts(np.full(8, 0.4))
+    r = ADMMSolver(ADMMSettings(max_iter=3, polish=False)).solve(DenseOp(G), g, cones)
+    assert not r.converged and r.iterations == 3
+    assert np.abs(r.lam - cones.project(r.lam)).max() <= 1e-15
+    kind, start, size, param = cones.arrays()
+    s0 = G @ r.lam + g
+    s0[2::3] += 0.4 * np.hypot(s0[0::3], s0[1::3])
+    rv, _ = velocity_residual_kernel(kind, start, size, param, r.lam, s0)
+    assert r.velocity_residual == pytest.approx(rv, abs=1e-15) and rv > 1e-6
+
+
+def test_a_start_that_already_satisfies_the_law_costs_no_factorisation():
+    """Separating contacts (g > 0 on the normals) need no impulse: zero iterations."""
+    G = np.eye(6) * 2.0
+    g = np.array([0.1, 0.0, 0.5, 0.0, -0.2, 0.3])
+    r = ADMMSolver().solve(DenseOp(G), g, ConeSet.contacts([0.5, 0.5]))
+    assert r.converged and r.iterations == 0 and not r.lam.any()

@@ -1,15 +1,31 @@
-"""ADMM on the frictional contact NCP (Carpentier, Le Lidec, Montaut, RSS 2024; notes/admm.md).
+"""ADMM on the frictional contact NCP (Carpentier, Le Lidec, Montaut: "From Compliant to Rigid
+Contact Simulation: a Unified and Efficient Approach", RSS 2024, as in the Simple simulator).
 
 Find λ ∈ K, σ = (G + R_c) λ + g + s(σ) ∈ K*, λ ⟂ σ, with G = J M⁻¹ Jᵀ given as an operator
 (``matvec``, ``update_damping(d)``, ``solve(b)`` = (G + diag d)⁻¹ b, ``max_eigenvalue()``),
 R_c the compliance (m,), s the De Saxcé correction (dropped for the convex relaxation).
 
-One iteration, with penalty ρ, factor τ and proximal weight μ_prox (notes/admm.md):
+One iteration, with penalty ρ, factor τ and proximal weight μ_prox:
   1. s  = DeSaxcé(z)
   2. x⁺ = (G + R_c + (μ_prox + τρ) I)⁻¹ (−(g + s) + τρ y + μ_prox x + z)
-  3. y⁺ = Π_K(x⁺ − z / (τρ))
-  4. z⁺ = z − τρ (x⁺ − y⁺)
+  3. y⁺ = Π_K(x̂ − z / (τρ)),  x̂ = α x⁺ + (1 − α) y  (α: over-relaxation, 1 by default)
+  4. z⁺ = z − τρ (x̂ − y⁺)
 At convergence y = λ and z = σ. The operator's damping is refreshed only when ρ changes.
+
+Around the iterations (`admm_kernel`):
+- start: the warm start (previous impulses) or λ = 0, whichever satisfies the contact law
+  better; if it already does within tolerance, no factorisation at all;
+- polish (`polish_kernel`): the warm start's contact modes (sticking, sliding, separated) are
+  taken as right and the sticking rows corrected by one least-squares solve; on a settled
+  pile this is the whole solve. Retried from the iterate's modes at iterations 10, 20, 40, 80;
+- ρ: OSQP's rule on relative residuals (Stellato et al., "OSQP: an operator splitting solver
+  for quadratic programs", 2020, Sec. 5.2), ρ carried from the previous solve;
+- stopping, in velocities: λ = y is always inside its cones; the solve stops when the contact
+  velocities σ' that λ produces are within ``eps_abs`` (m/s) of velocities satisfying the
+  contact law exactly with λ (`cones.velocity_residual_kernel`): no approach of a separated
+  contact, no slip or normal velocity of a sticking one, slip only against the friction force
+  of a sliding one, no velocity error on bilateral rows. At the iteration cap the projected
+  iterate is returned, with converged = False and its true residual.
 """
 from __future__ import annotations
 

@@ -1,15 +1,18 @@
-"""Time per simulation step, split by phase, against MuJoCo in the same run; our ADMM against
-Pinocchio's ADMM on the same contact problems.
+"""Steady-state step time and solver iterations against MuJoCo in the same run.
 
-Scenes: the 10-box triangle pyramid (rows 4-3-2-1), the paper's 30-box square pyramid
-(4×4 + 3×3 + 2×2 + 1, each box on four below) and G1 falling on the ground. Boxes in a layer
-are 4 mm apart so only the support contacts are active (as in paper 000's count of 288).
-MuJoCo runs the same scenes (elliptic cones, same dt) from Python; both are timed after the
-scene has settled, in alternating rounds (ours, MuJoCo, ours, ...) so that machine noise hits
-both alike: the median step, and the best round's mean step (the less noisy ratio; a mean
-includes the slow steps where the ADMM needs many iterations).
+Scenes (dt 1 ms, friction 0.5 unless noted): the 10-box triangle pyramid and the 30-box square
+pyramid of paper 000 (Sathya et al., "Matrix-Free Delassus Operations"), each with the 0.1 m
+boxes of `scenes` and with unit boxes (half extent 0.5 m, 1 kg); a 30-box vertical stack; G1
+lying on the floor after falling from standing (pitched forward); three G1 on the pyramid
+(`scenes.pyramid_with_robots`, ours only). Each scene first settles (default 2 s; G1 and the
+robots on the pyramid 3 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
+same boxes, masses, friction and dt, settled the same time) in alternating blocks of 100 steps
+so that machine noise hits both alike. Per scene: contacts, ADMM iterations mean / p95 / max,
+% of steps at the iteration cap, our step mean / median / p95, MuJoCo's mean / median, the
+ratio of the means, and our per-phase means. JSON and an iteration histogram under
+bench/results/. Settled states are cached there (`--fresh` resettles).
 
-    python bench/bench_step.py [--steps 50] [--rounds 10] [--scenes triangle square g1]
+    python bench/bench_step.py [--scenes ...] [--settle 2] [--steps 1000] [--quick]
 """
 import argparse
 import json
@@ -23,49 +26,31 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import models  # noqa: E402
+import scenes  # noqa: E402
 import simstep  # noqa: E402
-from solvers import ContactSet, DenseDelassus, MatrixFreeDelassus  # noqa: E402
-from solvers.admm import ADMMSolver  # noqa: E402
-from solvers.cones import ConeSet  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-H, GAP, MU, DT = 0.1, 4e-3, 0.6, 1e-3
+RESULTS = os.path.join(HERE, "results")
+DT, MU = 1e-3, 0.5
+G1_QUAT = (0.0, np.sin(0.3), 0.0, np.cos(0.3))   # pitched forward so it falls
 
 
-def triangle_centres(rows=(4, 3, 2, 1)):
-    out = []
-    for level, n in enumerate(rows):
-        for i in range(n):
-            out.append(((i - (n - 1) / 2) * (2 * H + GAP), 0.0, H + 2 * H * level))
-    return np.array(out)
-
-
-def square_centres(layers=4):
-    out = []
-    for level in range(layers):
-        s = layers - level
-        for i in range(s):
-            for j in range(s):
-                out.append(((i - (s - 1) / 2) * (2 * H + GAP), (j - (s - 1) / 2) * (2 * H + GAP), H + 2 * H * level))
-    return np.array(out)
-
-
-def box_world(centres):
+def box_scene(shape, layers, half):
+    """(our world, MuJoCo MJCF) of a pyramid or a stack (shape "stack": `layers` boxes)."""
+    gap = scenes.boxes.GAP * half / scenes.boxes.HALF
+    if shape == "stack":
+        centres = np.array([(0.0, 0.0, half + 2 * half * k) for k in range(layers)])
+    else:
+        centres = scenes.pyramid_centres(layers, shape, half, gap)
     b = simstep.WorldBuilder()
     b.add_ground(friction=MU)
     for k, c in enumerate(centres):
-        b.add_box(f"box{k}", (H, H, H), mass=1.0, position=c, friction=MU)
-    return b.build()
-
-
-def box_mjcf(centres):
-    bodies = "".join(f'<body pos="{c[0]} {c[1]} {c[2]}"><freejoint/><geom type="box" size="{H} {H} {H}" '
+        b.add_box(f"box{k}", (half, half, half), mass=1.0, position=c, friction=MU)
+    bodies = "".join(f'<body pos="{c[0]} {c[1]} {c[2]}"><freejoint/><geom type="box" size="{half} {half} {half}" '
                      f'mass="1" friction="{MU} 0.005 0.0001"/></body>' for c in centres)
-    return (f'<mujoco><option timestep="{DT}" cone="elliptic"/><worldbody>'
-            f'<geom type="plane" size="10 10 .1" friction="{MU} 0.005 0.0001"/>{bodies}</worldbody></mujoco>')
-
-
-G1_QUAT = (0.0, np.sin(0.3), 0.0, np.cos(0.3))   # pitched forward so it falls
+    mjcf = (f'<mujoco><option timestep="{DT}" cone="elliptic"/><worldbody>'
+            f'<geom type="plane" size="50 50 .1" friction="{MU} 0.005 0.0001"/>{bodies}</worldbody></mujoco>')
+    return b.build(), mjcf
 
 
 def g1_world():
@@ -95,139 +80,136 @@ def g1_mujoco():
     return m
 
 
-PHASES = ("time_collision", "time_dynamics", "time_operator", "time_solver", "time_integration", "time_total")
+# name: (builder of (our world, MuJoCo model or None), settle seconds, description)
+SCENES = {
+    "triangle": (lambda: box_scene("triangle", 4, 0.1), 2.0, "10-box triangle pyramid, 0.1 m boxes"),
+    "triangle_unit": (lambda: box_scene("triangle", 4, 0.5), 2.0, "10-box triangle pyramid, unit boxes"),
+    "square": (lambda: box_scene("square", 4, 0.1), 2.0, "30-box square pyramid (paper 000), 0.1 m boxes"),
+    "square_unit": (lambda: box_scene("square", 4, 0.5), 2.0, "30-box square pyramid, unit boxes"),
+    "stack": (lambda: box_scene("stack", 30, 0.1), 2.0, "30-box vertical stack"),
+    "g1_lying": (lambda: (g1_world(), "g1"), 3.0, "G1 lying on the floor after a fall"),
+    "robots_on_pyramid": (lambda: (scenes.pyramid_with_robots(), None), 3.0, "three G1 on the 30-box pyramid"),
+}
 
 
-def time_both(world, mjmodel, settle, steps, rounds):
-    """Ours and MuJoCo after `settle` steps each, in alternating rounds of `steps` steps (so
-    machine noise hits both alike). Returns our per-phase medians over all steps and, for
-    both, the median step and the best round's mean step (µs)."""
-    import mujoco
+def settled(name, world, settle, fresh):
+    """Our simulator after `settle` s (state cached in bench/results/)."""
     sim = simstep.Simulator(world, dt=DT)
-    sim.run(settle)
-    d = mujoco.MjData(mjmodel)
-    for _ in range(settle):
-        mujoco.mj_step(mjmodel, d)
-    phases = {k: [] for k in PHASES}
-    its, ncs, mj, ours_round, mj_round = [], [], [], [], []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(steps):
+    path = os.path.join(RESULTS, f"settled_{name}_{settle:g}s.npz")
+    if os.path.exists(path) and not fresh:
+        d = np.load(path)
+        if d["q"].shape == sim.q.shape:
+            sim.set_state(d["q"], d["v"], t=float(d["t"]))
+            sim.run(20)                 # warm start and ρ as in a running simulation
+            return sim
+    sim.run(int(round(settle / DT)))
+    np.savez(path, q=sim.q, v=sim.v, t=sim.t)
+    return sim
+
+
+def measure(name, settle, steps, block, fresh):
+    build, settle_default, desc = SCENES[name]
+    settle = settle_default if settle is None else settle
+    world, mj = build()
+    sim = settled(name, world, settle, fresh)
+    mjm = mjd = None
+    if mj is not None:
+        import mujoco
+        mjm = g1_mujoco() if mj == "g1" else mujoco.MjModel.from_xml_string(mj)
+        mjd = mujoco.MjData(mjm)
+        for _ in range(int(round(settle / DT))):
+            mujoco.mj_step(mjm, mjd)
+    cap = sim.admm.settings.max_iter
+    ours, theirs, its, ncs, conv = [], [], [], [], []
+    phases = {k: [] for k in ("time_collision", "time_dynamics", "time_operator", "time_solver",
+                              "time_integration")}
+    done = 0
+    while done < steps:
+        n = min(block, steps - done)
+        for _ in range(n):
+            t0 = time.perf_counter()
             st = sim.step()
-            for k in phases:
-                phases[k].append(getattr(st, k))
+            ours.append(time.perf_counter() - t0)
             its.append(st.iterations)
             ncs.append(st.ncontacts)
-        ours_round.append((time.perf_counter() - t0) / steps)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            t1 = time.perf_counter()
-            mujoco.mj_step(mjmodel, d)
-            mj.append(time.perf_counter() - t1)
-        mj_round.append((time.perf_counter() - t0) / steps)
-    out = {k: float(np.median(v)) * 1e6 for k, v in phases.items()}
-    out.update(iter_mean=float(np.mean(its)), iter_max=int(np.max(its)), contacts=float(np.mean(ncs)),
-               best_round_mean=min(ours_round) * 1e6)
-    return out, sim, dict(median=float(np.median(mj)) * 1e6, best_round_mean=min(mj_round) * 1e6, ncon=int(d.ncon))
+            conv.append(st.converged)
+            for k in phases:
+                phases[k].append(getattr(st, k))
+        if mjm is not None:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                mujoco.mj_step(mjm, mjd)
+                theirs.append(time.perf_counter() - t0)
+        done += n
+    its, ours = np.array(its), np.array(ours) * 1e6
+    row = dict(scene=name, description=desc, settle_s=settle, steps=steps, contacts=float(np.mean(ncs)),
+               iterations_mean=float(its.mean()), iterations_p95=float(np.percentile(its, 95)),
+               iterations_max=int(its.max()), at_cap_percent=100.0 * float(np.mean(its >= cap)),
+               unconverged_percent=100.0 * (1.0 - float(np.mean(conv))),
+               ours_mean_us=float(ours.mean()), ours_median_us=float(np.median(ours)),
+               ours_p95_us=float(np.percentile(ours, 95)),
+               phases_mean_us={k[5:]: float(np.mean(v)) * 1e6 for k, v in phases.items()},
+               iterations=its.tolist())
+    if theirs:
+        theirs = np.array(theirs) * 1e6
+        row.update(mujoco_mean_us=float(theirs.mean()), mujoco_median_us=float(np.median(theirs)),
+                   mujoco_contacts=int(mjd.ncon), ratio_of_means=float(ours.mean() / theirs.mean()))
+    return row
 
 
-def admm_vs_pinocchio(sim):
-    """Our ADMM (matrix-free operator, its construction included) and Pinocchio's ADMM (its dense
-    operator on our G, construction not included) on the contact problem of the simulator's
-    current state, both cold-started at tolerance 1e-6; best of 3."""
-    import pinocchio as pin
-    m, q, v = sim.model, sim.q, sim.v
-    c = sim.detector.detect(q)
-    k = len(c)
-    if k == 0:
-        return None
-    cons = [ContactSet(c.body1, c.body2, c.position, c.frame, c.friction)]
-    t_op, t_ours = np.inf, np.inf
-    for _ in range(3):      # best of 3: the first call also loads kernels
-        t0 = time.perf_counter()
-        op = MatrixFreeDelassus(m, q, cons, data=sim.data)
-        g = op.J_apply(v + DT * models.aba(m, q, v, np.zeros(m.nv)))
-        g[np.arange(k) * 3 + 2] += np.where(c.distance > 0, c.distance / DT, 0.2 * c.distance / DT)
-        t_op = min(t_op, time.perf_counter() - t0)
-        res = ADMMSolver().solve(op, g, ConeSet.contacts(c.friction))
-        t_ours = min(t_ours, time.perf_counter() - t0)
-    G = DenseDelassus(m, q, cons).matrix()
-    pm = pin.Model()
-    j = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "b")
-    pm.appendBodyToJoint(j, pin.Inertia.Random(), pin.SE3.Identity())
-    cms, cds = pin.StdVec_ConstraintModel(), pin.StdVec_ConstraintData()
-    for i in range(k):
-        pc = pin.PointContactConstraintModel(pm, 0, pin.SE3.Identity(), j, pin.SE3.Identity())
-        pc.setFriction(float(c.friction[i]))
-        cm = pin.ConstraintModel(pc)
-        cms.append(cm)
-        cds.append(cm.createData())
-    s = pin.ADMMSolverSettings()
-    s.lanczos_size = 20
-    s.max_iterations = 1000
-    s.admm_update_rule = pin.ADMMUpdateRule.SPECTRAL
-    r = pin.ADMMSolverResult()
-    solver = pin.ADMMConstraintSolver(3 * k)
-    D = pin.DelassusOperatorDense(G)
-    t_pin = np.inf
-    for _ in range(3):
-        r = pin.ADMMSolverResult()
-        t0 = time.perf_counter()
-        solver.solve(D, g, cms, cds, s, r)
-        t_pin = min(t_pin, time.perf_counter() - t0)
-    return dict(contacts=k, ours_iterations=res.iterations, ours_us=t_ours * 1e6, ours_operator_us=t_op * 1e6,
-                pin_iterations=int(r.iterations), pin_us=t_pin * 1e6, ratio=t_ours / t_pin)
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.2 * len(rows), 2.8), squeeze=False)
+    for ax, r in zip(axes[0], rows):
+        its = np.array(r["iterations"])
+        bins = np.concatenate([[-0.5, 0.5, 1.5, 2.5], np.logspace(np.log10(3.5), np.log10(1001), 20)])
+        ax.hist(its, bins=bins, color="tab:blue")
+        ax.set_xscale("symlog", linthresh=3)
+        ax.axvline(1000, color="tab:red", ls="--", lw=1)
+        ax.set_title(f"{r['scene']}\nmean {r['iterations_mean']:.1f}, p95 {r['iterations_p95']:.0f}", fontsize=8)
+        ax.set_xlabel("ADMM iterations per step (red: cap)", fontsize=7)
+        ax.tick_params(labelsize=7)
+    axes[0][0].set_ylabel("steps")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=50, help="steps per round")
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--settle", type=int, default=100)
-    ap.add_argument("--scenes", nargs="+", default=["triangle", "square", "g1"])
+    ap.add_argument("--scenes", nargs="+", default=list(SCENES), choices=list(SCENES))
+    ap.add_argument("--settle", type=float, default=None, help="seconds (default per scene: 2, robots 3)")
+    ap.add_argument("--steps", type=int, default=1000, help="measured steps (>= 1000 for the README)")
+    ap.add_argument("--block", type=int, default=100, help="steps per alternating block")
+    ap.add_argument("--fresh", action="store_true", help="resettle instead of using cached states")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 0.2 s settle, 100 steps")
     args = ap.parse_args()
+    if args.quick:
+        args.settle, args.steps = 0.2, 100
+    os.makedirs(RESULTS, exist_ok=True)
     rows = []
     for name in args.scenes:
-        if name == "triangle":
-            c = triangle_centres()
-            world, mj = box_world(c), box_mjcf(c)
-        elif name == "square":
-            c = square_centres()
-            world, mj = box_world(c), box_mjcf(c)
-        elif name == "g1":
-            world, mj = g1_world(), None
-        else:
-            sys.exit(f"unknown scene {name!r}; scenes: triangle, square, g1")
-        import mujoco
-        mjm = mujoco.MjModel.from_xml_string(mj) if mj else g1_mujoco()
-        ours, sim, mjt = time_both(world, mjm, args.settle, args.steps, args.rounds)
-        cmp = admm_vs_pinocchio(sim)
-        rows.append(dict(scene=name, ours=ours, mujoco_us=mjt["median"], mujoco_best_round_us=mjt["best_round_mean"],
-                         mujoco_contacts=mjt["ncon"], ratio_to_mujoco=ours["time_total"] / mjt["median"],
-                         ratio_best_rounds=ours["best_round_mean"] / mjt["best_round_mean"], admm_vs_pinocchio=cmp))
+        rows.append(measure(name, args.settle, args.steps, args.block, args.fresh))
         print(f"[{name}] done", flush=True)
-    print(f"\n{'scene':9s} {'contacts':>8s} {'iters':>11s} {'collision':>9s} {'dynamics':>8s} {'operator':>8s} "
-          f"{'ADMM':>9s} {'integr.':>7s} {'total':>9s} {'MuJoCo':>8s} {'ratio':>7s} {'best ours':>9s} {'best MJ':>8s} "
-          f"{'ratio':>6s}   [us; medians over steps, then best round means]")
+    print(f"\n{'scene':18s} {'contacts':>8s} {'iters mean/p95/max':>19s} {'cap%':>5s} {'ours mean':>9s} {'median':>7s} "
+          f"{'p95':>7s} {'MuJoCo mean':>11s} {'median':>7s} {'ratio':>6s}   [us per step]")
     for r in rows:
-        o = r["ours"]
-        print(f"{r['scene']:9s} {o['contacts']:8.0f} {o['iter_mean']:6.1f}/{o['iter_max']:<4d} "
-              f"{o['time_collision']:9.0f} {o['time_dynamics']:8.0f} {o['time_operator']:8.0f} {o['time_solver']:9.0f} "
-              f"{o['time_integration']:7.0f} {o['time_total']:9.0f} {r['mujoco_us']:8.0f} {r['ratio_to_mujoco']:7.1f} "
-              f"{o['best_round_mean']:9.0f} {r['mujoco_best_round_us']:8.0f} {r['ratio_best_rounds']:6.1f}")
-    print(f"\n{'scene':9s} {'contacts':>8s} {'ours it':>7s} {'ours us':>9s} {'pin it':>7s} {'pin us':>9s} {'ratio':>6s}"
-          "   (ADMM on one snapshot, cold start, tol 1e-6)")
+        mj = (f"{r['mujoco_mean_us']:11.0f} {r['mujoco_median_us']:7.0f} {r['ratio_of_means']:6.2f}"
+              if "mujoco_mean_us" in r else f"{'-':>11s} {'-':>7s} {'-':>6s}")
+        print(f"{r['scene']:18s} {r['contacts']:8.0f} {r['iterations_mean']:7.1f}/{r['iterations_p95']:4.0f}/"
+              f"{r['iterations_max']:<5d} {r['at_cap_percent']:5.1f} {r['ours_mean_us']:9.0f} {r['ours_median_us']:7.0f} "
+              f"{r['ours_p95_us']:7.0f} {mj}")
+    print(f"\n{'scene':18s} " + " ".join(f"{k:>11s}" for k in rows[0]["phases_mean_us"]) + "   [us, mean per step]")
     for r in rows:
-        a = r["admm_vs_pinocchio"]
-        if a:
-            print(f"{r['scene']:9s} {a['contacts']:8d} {a['ours_iterations']:7d} {a['ours_us']:9.0f} "
-                  f"{a['pin_iterations']:7d} {a['pin_us']:9.0f} {a['ratio']:6.2f}")
-    out = dict(benchmark="step", python=platform.python_version(), machine=platform.machine(), dt=DT, rows=rows)
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    dst = os.path.join(HERE, "results", "bench_step.json")
+        print(f"{r['scene']:18s} " + " ".join(f"{v:11.0f}" for v in r["phases_mean_us"].values()))
+    out = dict(benchmark="step_steady_state", python=platform.python_version(), machine=platform.machine(),
+               processor=platform.processor(), dt=DT, rows=rows)
+    dst = os.path.join(RESULTS, "bench_step.json")
     with open(dst, "w") as f:
         json.dump(out, f, indent=1)
-    print(f"wrote {dst}")
+    plot(rows, os.path.join(RESULTS, "bench_step_iterations.png"))
+    print(f"wrote {dst} and bench_step_iterations.png")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from models.jitcache import drop_stale_cache
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
-from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
+from .cones import CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
 
 # admm_kernel compiles in the operator and cone kernels

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import models
-from models import FREE, Geometry, ModelBuilder, ModelError
 from collision.shapes import load_convex_mesh
+from models import FREE, Geometry, ModelBuilder, ModelError
 from models.model import check_inertia
 
 from ._checks import check_body, check_bool, check_int, check_number, check_quaternion, check_vector

@@ -34,7 +34,7 @@ from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
 
-from ._checks import check_body, check_bool, check_choice, check_int, check_number, check_vector
+from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .projection import project_loop_closures
 from .world import World, matrix_to_quat
 
@@ -309,13 +309,10 @@ class Simulator:
             actuation = self.model.check_v(actuation, "actuation").copy()
         self.actuation = actuation
 
-    def _body_frame(self, body):
-        return self.world.body_frame(check_body("body", body))
-
     def apply_force(self, body, force, point=None, torque=None):
         """Add a world force (N) at a world point (default: body origin) and a torque (N·m) on
         `body` for the next step only."""
-        b, Rf, pf = self._body_frame(body)
+        b, Rf, pf = self.world.body_frame(body)
         if b < 0:
             raise ValueError(f"cannot apply a force to {body!r}: it is the world or welded to it")
         f = check_vector("force", force, 3)
@@ -326,7 +323,7 @@ class Simulator:
 
     def body_pose(self, body):
         """(position (3,), quaternion xyzw (4,)) of a body (or merged link) frame in the world."""
-        b, Rf, pf = self._body_frame(body)
+        b, Rf, pf = self.world.body_frame(body)
         if b < 0:
             return pf.copy(), matrix_to_quat(Rf)
         R, p = self.data.oR[b], self.data.op[b]
@@ -334,7 +331,7 @@ class Simulator:
 
     def body_velocity(self, body):
         """(linear (3,), angular (3,)) velocity of a body frame origin, world coordinates."""
-        b, Rf, pf = self._body_frame(body)
+        b, Rf, pf = self.world.body_frame(body)
         if b < 0:
             return np.zeros(3), np.zeros(3)
         V = self.data.body_velocities(self.v)[b]

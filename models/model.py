@@ -75,6 +75,13 @@ def check_inertia(name, mass, inertia, allow_massless=False):
         raise ModelError(f"body '{name}': inertia of a massless body has negative eigenvalues {ev}")
 
 
+def _float_array(x, name):
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of numbers, got {x!r}") from None
+
+
 class Model:
     """Static description of a kinematic forest; built by `ModelBuilder.build()`.
 
@@ -254,7 +261,7 @@ class Model:
     def check_q(self, q, name="q", unit_tol=1e-6):
         """q as a float array of shape (nq,), finite, with unit quaternions; ValueError otherwise."""
         from .kinematics import q_status_kernel
-        q = np.asarray(q, dtype=float)
+        q = _float_array(q, name)
         if q.shape != (self.nq,):
             raise ValueError(f"{name} has shape {q.shape}, expected ({self.nq},)")
         status = q_status_kernel(self.jint, q, unit_tol)
@@ -271,7 +278,7 @@ class Model:
     def check_v(self, v, name="v"):
         """v as a float array of shape (nv,), finite; ValueError otherwise."""
         from .kinematics import all_finite
-        v = np.asarray(v, dtype=float)
+        v = _float_array(v, name)
         if v.shape != (self.nv,):
             raise ValueError(f"{name} has shape {v.shape}, expected ({self.nv},)")
         if not all_finite(v):

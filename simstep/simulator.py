@@ -34,6 +34,7 @@ from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
 
+from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .projection import project_loop_closures
 from .world import World, matrix_to_quat
 
@@ -155,14 +156,46 @@ class Trajectory:
 _EMPTY_I = np.zeros(0, np.int64)
 
 
+# ranges of the ADMM settings a Simulator accepts as keywords (other float fields: any finite value)
+_ADMM_RANGES = dict(eps_abs=dict(low=0.0), eps_rel=dict(low=0.0), tau=dict(low=0.0, high=1.0, low_open=True),
+                    mu_prox=dict(low=0.0, low_open=True), rho_power_factor=dict(low=0.0),
+                    ratio_primal_dual=dict(low=1.0, low_open=True, allow_inf=True),   # inf: ρ never updated
+                    relaxation=dict(low=0.0, high=2.0, low_open=True, high_open=True))
+
+
+def _admm_settings(kw):
+    """`ADMMSettings` from the Simulator's extra keywords, each checked by name (type of its
+    default, range from _ADMM_RANGES); unknown names raise TypeError."""
+    fields = ADMMSettings.__dataclass_fields__
+    unknown = sorted(k for k in kw if k not in fields)
+    if unknown:
+        raise TypeError(f"unknown Simulator settings {unknown}; the solver settings are {sorted(fields)}")
+    out = {}
+    for k, val in kw.items():
+        default = fields[k].default
+        if isinstance(default, bool):
+            out[k] = check_bool(k, val)
+        elif isinstance(default, int):
+            out[k] = check_int(k, val, 1 if k in ("max_iter", "eig_iters") else 0)
+        elif isinstance(default, float):
+            out[k] = check_number(k, val, **_ADMM_RANGES.get(k, {}))
+        elif k == "update_rule":
+            out[k] = check_choice(k, val, ("spectral", "osqp"))
+        else:
+            out[k] = val
+    settings = ADMMSettings(**out)
+    settings.check()
+    return settings
+
+
 class Simulator:
     """Time-stepping simulator of a `World`.
 
     Parameters (keyword): dt (s); operator "matrix_free" | "dense"; solver "admm" | "pgs";
     collision_backend "coal" | "fcl"; margin (m, contact detection margin); erp (Baumgarte
     factor for penetration and loop drift, 0–1); contact_slop (m, default 1e-5: contacts and joint
-    limits (rad or m) within ±slop of touching get the velocity target 0, see `dead_band`); restitution_threshold (m/s); joint_limits
-    (bool); actuation (array (nv,) or callable(sim) -> (nv,); default: ``world.actuation`` if
+    limits (rad or m) within ±slop of touching get the velocity target 0, see `dead_band`);
+    restitution_threshold (m/s); joint_limits (bool); actuation (array (nv,) or callable(sim) -> (nv,); default: ``world.actuation`` if
     the scene set one); constraints (extra `LoopClosure`s etc.; default: ``world.constraints``);
     collision_options (dict for `collision.CollisionDetector`: exclude, self_collision,
     exclude_at (default: world.q0), ...); project_closures (bool; default: True when there are
@@ -177,35 +210,40 @@ class Simulator:
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
                  **solver_settings):
+        # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
-        dt = float(dt)
-        if not (np.isfinite(dt) and dt > 0):
-            raise ValueError(f"dt must be a positive finite time step, got {dt}")
-        if operator not in ("matrix_free", "dense"):
-            raise ValueError(f"operator must be 'matrix_free' or 'dense', got {operator!r}")
-        if solver not in ("admm", "pgs"):
-            raise ValueError(f"solver must be 'admm' or 'pgs', got {solver!r}")
-        if not 0 <= erp <= 1:
-            raise ValueError(f"erp must be in [0, 1], got {erp}")
-        if not (np.isfinite(contact_slop) and contact_slop >= 0):
-            raise ValueError(f"contact_slop must be a finite distance ≥ 0 (m), got {contact_slop}")
-        self.contact_slop = float(contact_slop)
+        admm_settings = _admm_settings(solver_settings)
+        dt = check_number("dt", dt, low=0.0, low_open=True)
+        check_choice("operator", operator, ("matrix_free", "dense"))
+        check_choice("solver", solver, ("admm", "pgs"))
+        check_choice("collision_backend", collision_backend, ("coal", "fcl"))
+        self.margin = 2e-3 if margin is None else check_number("margin", margin, low=0.0)
+        erp = check_number("erp", erp, low=0.0, high=1.0)
+        restitution_threshold = check_number("restitution_threshold", restitution_threshold, low=0.0)
+        joint_limits = check_bool("joint_limits", joint_limits)
+        joint_limit_margin = check_number("joint_limit_margin", joint_limit_margin, low=0.0)
+        pgs_max_iter = check_int("pgs_max_iter", pgs_max_iter, 1)
+        if project_closures is not None:
+            project_closures = check_bool("project_closures", project_closures)
+        projection_tol = check_number("projection_tol", projection_tol, low=0.0, low_open=True)
+        projection_max_iter = check_int("projection_max_iter", projection_max_iter, 1)
+        self.contact_slop = check_number("contact_slop", contact_slop, low=0.0)
+        if collision_options is not None and not isinstance(collision_options, dict):
+            raise TypeError(f"collision_options must be a dict of CollisionDetector options, got {collision_options!r}")
+        if constraints is not None and (isinstance(constraints, (str, bytes)) or not hasattr(constraints, "__iter__")):
+            raise TypeError(f"constraints must be a list of LoopClosure, JointLimit or JointFriction, "
+                            f"got {constraints!r}")
         self.world, self.model, self.dt = world, world.model, dt
         self.operator, self.solver_name = operator, solver
-        self.erp, self.restitution_threshold = float(erp), float(restitution_threshold)
-        self.joint_limits, self.joint_limit_margin = bool(joint_limits), float(joint_limit_margin)
-        self.margin = 2e-3 if margin is None else float(margin)
+        self.erp, self.restitution_threshold = erp, restitution_threshold
+        self.joint_limits, self.joint_limit_margin = joint_limits, joint_limit_margin
         opts = dict(collision_options or {})
         # links of one robot whose hulls already touch in the initial state never collide (like
         # an SRDF's disabled pairs); free objects are trees of their own and are not affected
         opts.setdefault("exclude_at", world.q0)
         self.detector = collision.CollisionDetector(world, backend=collision_backend, margin=self.margin, **opts)
-        self.admm = ADMMSolver(ADMMSettings(**{k: v for k, v in solver_settings.items()
-                                               if k in ADMMSettings.__dataclass_fields__}))
-        unknown = [k for k in solver_settings if k not in ADMMSettings.__dataclass_fields__]
-        if unknown:
-            raise TypeError(f"unknown Simulator settings {unknown}")
+        self.admm = ADMMSolver(admm_settings)
         self.pgs = PGSSolver(max_iter=pgs_max_iter)
         self.data = models.Data(self.model)
         # a scene may carry its loop closures and controller on the world
@@ -251,12 +289,7 @@ class Simulator:
 
     def _init_projection(self, project, tol, max_iter):
         loops = [c for c in self.extra_constraints if isinstance(c, LoopClosure)]
-        project = bool(loops) if project is None else bool(project)
-        tol, max_iter = float(tol), int(max_iter)
-        if not (np.isfinite(tol) and tol > 0):
-            raise ValueError(f"projection_tol must be a positive finite number, got {tol}")
-        if max_iter < 1:
-            raise ValueError(f"projection_max_iter must be >= 1, got {max_iter}")
+        project = bool(loops) if project is None else project    # tol, max_iter checked by __init__
         self.project_closures, self.projection_tol, self.projection_max_iter = project, tol, max_iter
         # resolved once: the ConstraintSet also caches the elimination order of its graph
         self._closure_set = ConstraintSet(self.model, loops) if project and loops else None
@@ -275,11 +308,12 @@ class Simulator:
 
     # ------------------------------------------------------------------ state
     def set_state(self, q, v, t=None):
-        """Replace the state (validated: size, finiteness, unit quaternions)."""
-        self.q = self.model.check_q(q).copy()
-        self.v = self.model.check_v(v).copy()
-        if t is not None:
-            self.t = float(t)
+        """Replace the state (q (nq,), v (nv,), t (s), default: keep t). All three are checked
+        (shape, finite, unit quaternions within 1e-6) before any of them is replaced."""
+        q = self.model.check_q(q).copy()
+        v = self.model.check_v(v).copy()
+        t = self.t if t is None else check_number("t", t)
+        self.q, self.v, self.t = q, v, t
         self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
         self._warm_tail = None
         self.data.compute(self.q)
@@ -295,12 +329,10 @@ class Simulator:
         `body` for the next step only."""
         b, Rf, pf = self.world.body_frame(body)
         if b < 0:
-            raise ValueError("cannot apply a force to the world")
-        f = np.asarray(force, float)
-        p = self.data.oR[b] @ pf + self.data.op[b] if point is None else np.asarray(point, float)
-        n = np.zeros(3) if torque is None else np.asarray(torque, float)
-        if f.shape != (3,) or p.shape != (3,) or n.shape != (3,) or not np.all(np.isfinite([*f, *p, *n])):
-            raise ValueError("force, point and torque must be finite 3-vectors")
+            raise ValueError(f"cannot apply a force to {body!r}: it is the world or welded to it")
+        f = check_vector("force", force, 3)
+        p = self.data.oR[b] @ pf + self.data.op[b] if point is None else check_vector("point", point, 3)
+        n = np.zeros(3) if torque is None else check_vector("torque", torque, 3)
         self._fext[b, :3] += f
         self._fext[b, 3:] += np.cross(p, f) + n   # moment about the world origin
 
@@ -540,9 +572,12 @@ class Simulator:
         """Advance `steps` steps. record=True returns a `Trajectory` (row 0 = the current state);
         viewer: an object with ``update(q, t)`` called every step (it throttles itself);
         callback(sim) is called after every step."""
-        steps = int(steps)
-        if steps < 0:
-            raise ValueError(f"steps must be ≥ 0, got {steps}")
+        steps = check_int("steps", steps, 0)
+        progress, record = check_bool("progress", progress), check_bool("record", record)
+        if viewer is not None and not callable(getattr(viewer, "update", None)):
+            raise TypeError(f"viewer must have an update(q, t) method, got {viewer!r}")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable(sim), got {callback!r}")
         if record:
             T = np.empty(steps + 1)
             Q = np.empty((steps + 1, self.model.nq))

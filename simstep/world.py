@@ -14,26 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import models
+from collision.shapes import load_convex_mesh
 from models import FREE, Geometry, ModelBuilder, ModelError
+from models.model import check_inertia
+
+from ._checks import check_body, check_bool, check_int, check_number, check_quaternion, check_vector
 
 _PALETTE = [(0.90, 0.45, 0.15, 1.0), (0.20, 0.55, 0.85, 1.0), (0.30, 0.70, 0.35, 1.0),
             (0.85, 0.25, 0.35, 1.0), (0.60, 0.40, 0.80, 1.0), (0.95, 0.75, 0.20, 1.0)]
-
-
-def _vec(x, n, what):
-    a = np.asarray(x, dtype=float).reshape(-1)
-    if a.shape != (n,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{what} must be {n} finite numbers, got {x!r}")
-    return a
-
-
-def _quat(qu, what):
-    qu = _vec(qu, 4, what)
-    nrm = np.linalg.norm(qu)
-    if abs(nrm - 1.0) > 1e-6:
-        raise ValueError(f"{what} {tuple(qu)} is not a unit quaternion (norm {nrm:.9g}); "
-                         f"use (qx, qy, qz, qw) with norm 1")
-    return qu / nrm
 
 
 def quat_to_matrix(qu):
@@ -109,6 +97,7 @@ class World:
     def _full_name(self, body):
         """The model's name for `body`: itself if the model knows it (or it is an index), else
         the unique ``"<object>/<link>"`` whose link part is `body`."""
+        body = check_body("body", body)
         if not isinstance(body, str) or body == "world" or body in self.model.frames \
                 or body in self.model.body_names:
             return body
@@ -137,7 +126,7 @@ class WorldBuilder:
     """Assemble free objects, robots and static geometry into a `World` (DESIGN.md)."""
 
     def __init__(self, gravity=(0.0, 0.0, -9.81)):
-        self.gravity = _vec(gravity, 3, "gravity")
+        self.gravity = check_vector("gravity", gravity, 3)
         self._mb = ModelBuilder(self.gravity)
         self._q0, self._v0 = [], []
         self._static = []       # geometry attached to the world
@@ -153,63 +142,75 @@ class WorldBuilder:
         return name
 
     @staticmethod
-    def _material(friction, restitution, compliance):
-        if not (np.isfinite(friction) and friction >= 0):
-            raise ValueError(f"friction must be ≥ 0, got {friction}")
-        if not (np.isfinite(restitution) and 0 <= restitution <= 1):
-            raise ValueError(f"restitution must be in [0, 1], got {restitution}")
-        if not (np.isfinite(compliance) and compliance >= 0):
-            raise ValueError(f"compliance must be ≥ 0, got {compliance}")
-        return dict(friction=float(friction), restitution=float(restitution), compliance=float(compliance))
+    def _material(name, friction, restitution, compliance):
+        return dict(friction=check_number(f"'{name}' friction", friction, low=0.0),
+                    restitution=check_number(f"'{name}' restitution", restitution, low=0.0, high=1.0),
+                    compliance=check_number(f"'{name}' compliance", compliance, low=0.0))
 
-    def _color(self, color):
+    @staticmethod
+    def _filter_bits(name, group, mask):
+        """Collision group and mask: integers in [0, 2³² − 1] (MuJoCo's contype/conaffinity)."""
+        return (check_int(f"'{name}' group", group, 0, 0xFFFFFFFF),
+                check_int(f"'{name}' mask", mask, 0, 0xFFFFFFFF))
+
+    def _color(self, name, color):
         if color is None:
             return _PALETTE[len(self._objects) % len(_PALETTE)]
-        c = tuple(float(x) for x in color)
-        if len(c) == 3:
-            c = c + (1.0,)
-        if len(c) != 4 or not all(0 <= x <= 1 for x in c):
-            raise ValueError(f"color must be rgb or rgba in [0, 1], got {color!r}")
-        return c
+        n = len(color) if hasattr(color, "__len__") else 0
+        c = tuple(check_vector(f"'{name}' color", color, 4 if n == 4 else 3).tolist())
+        if not all(0 <= x <= 1 for x in c):
+            raise ValueError(f"'{name}' color must be rgb or rgba in [0, 1], got {color!r}")
+        return c + (1.0,) * (4 - len(c))
 
     def _add_shape(self, name, kind, size, mass, inertia_fn, position, quaternion, velocity,
                    fixed, inertia, com, friction, restitution, compliance, color, group, mask,
                    mesh=None, scale=None, convex=False):
+        # every argument is checked before the builder changes
         name = self._name(name)
-        p = _vec(position, 3, f"'{name}' position")
-        qu = _quat(quaternion, f"'{name}' quaternion")
-        mat = self._material(friction, restitution, compliance)
-        g = Geometry(name=name, body=-1, kind=kind, size=np.asarray(size, float), color=self._color(color),
-                     group=int(group), mask=int(mask), mesh=mesh,
-                     scale=np.ones(3) if scale is None else scale, convex=convex, **mat)
+        p = check_vector(f"'{name}' position", position, 3)
+        qu = check_quaternion(f"'{name}' quaternion", quaternion)
+        mat = self._material(name, friction, restitution, compliance)
+        group, mask = self._filter_bits(name, group, mask)
+        fixed = check_bool(f"'{name}' fixed", fixed)
+        mass = check_number(f"'{name}' mass", mass, low=0.0, low_open=not fixed, exc=ModelError)
+        vel = np.zeros(6) if velocity is None else check_vector(f"'{name}' velocity", velocity, 6)
+        if fixed and np.any(vel):
+            raise ValueError(f"'{name}' is fixed, so its velocity must be zero, got {velocity!r}")
+        c = np.zeros(3) if com is None else check_vector(f"'{name}' com", com, 3)
+        I = inertia_fn(mass) if inertia is None else check_vector(f"'{name}' inertia", inertia, (3, 3))
+        if not fixed:
+            check_inertia(name, mass, I)
+        g = Geometry(name=name, body=-1, kind=kind, size=np.asarray(size, float), color=self._color(name, color),
+                     group=group, mask=mask, mesh=mesh, scale=np.ones(3) if scale is None else scale,
+                     convex=convex, **mat)
         if fixed:
             g.rotation, g.translation = quat_to_matrix(qu), p
             self._static.append(g)
             self._visual_static.append(copy.copy(g))
             self._objects[name] = dict(kind=kind, bodies=[], fixed=True)
             return name
-        if not (np.isfinite(mass) and mass > 0):
-            raise ModelError(f"'{name}': mass must be positive, got {mass}")
-        I = inertia_fn(mass) if inertia is None else np.asarray(inertia, float)
-        c = np.zeros(3) if com is None else _vec(com, 3, f"'{name}' com")
-        idx = self._mb.add_body(name, -1, FREE, name, mass=float(mass), com=c, inertia=I)
+        idx = self._mb.add_body(name, -1, FREE, name, mass=mass, com=c, inertia=I)
         g.body = idx
         self._mb.collision_geometries.append(g)
         self._mb.visual_geometries.append(copy.copy(g))
         self._q0.append(np.concatenate([p, qu]))
-        vel = np.zeros(6) if velocity is None else _vec(velocity, 6, f"'{name}' velocity")
         self._v0.append(vel)
         self._objects[name] = dict(kind=kind, bodies=[idx], fixed=False)
         return name
+
+    @staticmethod
+    def _positive(name, what, value):
+        return check_number(f"'{name}' {what}", value, low=0.0, low_open=True)
 
     # ---------------------------------------------------------------- public
     def add_ground(self, friction=0.5, restitution=0.0, height=0.0, compliance=0.0,
                    color=(0.82, 0.82, 0.80, 1.0), name="ground"):
         """The halfspace z ≤ height, attached to the world."""
         name = self._name(name)
-        mat = self._material(friction, restitution, compliance)
+        mat = self._material(name, friction, restitution, compliance)
+        height = check_number(f"'{name}' height", height)
         g = Geometry(name=name, body=-1, kind="plane", size=np.zeros(0),
-                     translation=np.array([0.0, 0.0, float(height)]), color=self._color(color), **mat)
+                     translation=np.array([0.0, 0.0, height]), color=self._color(name, color), **mat)
         self._static.append(g)
         self._visual_static.append(copy.copy(g))
         self._objects[name] = dict(kind="plane", bodies=[], fixed=True)
@@ -219,17 +220,18 @@ class WorldBuilder:
                 friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
                 compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
         """A solid box. velocity: initial [v, ω] in the body frame (the free-joint convention)."""
-        h = _vec(half_extents, 3, f"'{name}' half_extents")
+        name = self._name(name)
+        h = check_vector(f"'{name}' half_extents", half_extents, 3)
         if np.any(h <= 0):
-            raise ValueError(f"'{name}': half_extents must be positive, got {tuple(h)}")
+            raise ValueError(f"'{name}': half_extents must be positive, got {half_extents!r}")
         return self._add_shape(name, "box", h, mass, lambda m: box_inertia(m, h), position, quaternion,
                                velocity, fixed, inertia, com, friction, restitution, compliance, color, group, mask)
 
     def add_sphere(self, name, radius, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
                    friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
                    compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
-        if not (np.isfinite(radius) and radius > 0):
-            raise ValueError(f"'{name}': radius must be positive, got {radius}")
+        name = self._name(name)
+        radius = self._positive(name, "radius", radius)
         return self._add_shape(name, "sphere", [radius], mass, lambda m: sphere_inertia(m, radius), position,
                                quaternion, velocity, fixed, inertia, com, friction, restitution, compliance,
                                color, group, mask)
@@ -238,8 +240,8 @@ class WorldBuilder:
                     friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
                     compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
         """A capsule: the segment of `length` along local z, swept by a sphere of `radius`."""
-        if not (np.isfinite(radius) and radius > 0 and np.isfinite(length) and length > 0):
-            raise ValueError(f"'{name}': radius and length must be positive, got {radius}, {length}")
+        name = self._name(name)
+        radius, length = self._positive(name, "radius", radius), self._positive(name, "length", length)
         return self._add_shape(name, "capsule", [radius, length], mass,
                                lambda m: capsule_inertia(m, radius, length), position, quaternion, velocity,
                                fixed, inertia, com, friction, restitution, compliance, color, group, mask)
@@ -248,8 +250,8 @@ class WorldBuilder:
                      friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None, com=None,
                      compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
         """A solid cylinder of `length` along local z."""
-        if not (np.isfinite(radius) and radius > 0 and np.isfinite(length) and length > 0):
-            raise ValueError(f"'{name}': radius and length must be positive, got {radius}, {length}")
+        name = self._name(name)
+        radius, length = self._positive(name, "radius", radius), self._positive(name, "length", length)
         return self._add_shape(name, "cylinder", [radius, length], mass,
                                lambda m: cylinder_inertia(m, radius, length), position, quaternion, velocity,
                                fixed, inertia, com, friction, restitution, compliance, color, group, mask)
@@ -261,7 +263,12 @@ class WorldBuilder:
         convex hull. Mass properties at uniform density: from the mesh if watertight, else from
         its convex hull. The body frame is the mesh file's frame."""
         import trimesh
+        name = self._name(name)
         path = os.fspath(path)
+        s = check_vector(f"'{name}' scale", scale if np.ndim(scale) else [scale] * 3, 3)
+        if np.any(s <= 0):
+            raise ValueError(f"'{name}' scale must be positive, got {scale!r}")
+        convex = check_bool(f"'{name}' convex", convex)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"'{name}': mesh file not found: {path}")
         try:
@@ -270,9 +277,6 @@ class WorldBuilder:
             raise ValueError(f"'{name}': cannot load mesh {path}: {e}") from None
         if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
             raise ValueError(f"'{name}': mesh {path} has no triangles")
-        s = np.broadcast_to(np.asarray(scale, float), (3,)).copy()
-        if np.any(s <= 0) or not np.all(np.isfinite(s)):
-            raise ValueError(f"'{name}': scale must be positive, got {scale}")
         mesh.apply_scale(s)
         try:
             solid = mesh if mesh.is_watertight and mesh.volume > 0 else mesh.convex_hull
@@ -280,6 +284,7 @@ class WorldBuilder:
             solid = None
         if solid is None or solid.volume <= 1e-15:
             raise ValueError(f"'{name}': mesh {path} encloses no volume (flat or degenerate)")
+        load_convex_mesh(path, s, name)   # the collision hull, as the simulator will load it (cached)
         c = solid.center_mass if com is None else com
         return self._add_shape(name, "mesh", np.zeros(0), mass,
                                lambda m: solid.moment_inertia * (m / solid.volume), position, quaternion,
@@ -294,9 +299,15 @@ class WorldBuilder:
         weld to the world if not floating). q: initial joint positions of the actuated joints
         (the robot's nq minus its free joint), default neutral."""
         name = self._name(name)
-        p = _vec(position, 3, f"'{name}' position")
-        qu = _quat(quaternion, f"'{name}' quaternion")
-        mat = self._material(friction, restitution, compliance)
+        p = check_vector(f"'{name}' position", position, 3)
+        qu = check_quaternion(f"'{name}' quaternion", quaternion)
+        mat = self._material(name, friction, restitution, compliance)
+        floating_base = check_bool(f"'{name}' floating_base", floating_base)
+        if isinstance(package_dirs, (str, os.PathLike)):
+            package_dirs = [package_dirs]
+        elif package_dirs is not None and not hasattr(package_dirs, "__iter__"):
+            raise TypeError(f"'{name}' package_dirs must be a list of folders, got {package_dirs!r}")
+        group, mask = self._filter_bits(name, group, mask)
         snapshot = (len(self._mb.bodies), len(self._mb.collision_geometries), len(self._mb.visual_geometries),
                     len(self._mb.mimic), len(self._static), len(self._visual_static), dict(self._mb.frames))
         try:
@@ -316,7 +327,9 @@ class WorldBuilder:
                          gravity=self.gravity)
         for g in self._mb.collision_geometries[ng_c:]:
             g.friction, g.restitution, g.compliance = mat["friction"], mat["restitution"], mat["compliance"]
-            g.group, g.mask = int(group), int(mask)
+            g.group, g.mask = group, mask
+            if g.kind == "mesh":   # an unreadable or flat collision mesh is refused here, not at Simulator()
+                load_convex_mesh(g.mesh, g.scale, g.name)
         # links welded to the world (fixed base) carry their geometry on body -1: keep it static
         for lst, static in ((self._mb.collision_geometries, self._static),
                             (self._mb.visual_geometries, self._visual_static)):
@@ -331,7 +344,7 @@ class WorldBuilder:
         if floating_base and bodies:
             q_robot[:3], q_robot[3:7] = p, qu
         if q is not None:
-            qj = _vec(q, sub.nq - nq_free, f"'{name}' q")
+            qj = check_vector(f"'{name}' q", q, sub.nq - nq_free)
             q_robot[nq_free:] = qj
             sub.check_q(q_robot, f"'{name}' q")
         self._q0.append(q_robot)

@@ -212,7 +212,7 @@ def test_body_pose_and_velocity():
 def test_bad_input():
     w = box_world()
     for dt in (0.0, -1e-3, np.nan):
-        with pytest.raises(ValueError, match="dt must be a positive"):
+        with pytest.raises(ValueError, match="dt must be positive"):
             simstep.Simulator(w, dt=dt)
     with pytest.raises(TypeError, match="unknown Simulator settings"):
         simstep.Simulator(w, dt=1e-3, max_iters=3)

@@ -85,7 +85,7 @@ def test_builder_bad_input(tmp_path):
         b.add_box("z", (0.1, 0.0, 0.1))
     with pytest.raises(ValueError, match="radius must be positive"):
         b.add_sphere("z", -1.0)
-    with pytest.raises(ValueError, match="radius and length must be positive"):
+    with pytest.raises(ValueError, match="length must be positive"):
         b.add_capsule("z", 0.1, 0.0)
     with pytest.raises(models.ModelError, match="mass must be positive"):
         b.add_box("z", (0.1, 0.1, 0.1), mass=0.0)

@@ -94,44 +94,73 @@ def momentum_transport(I, w, h, max_iter=50):
     return x, ok
 
 
+@njit(cache=True, inline="always")
+def _cross(a, b):
+    return np.array((a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]))
+
+
 @njit(cache=True)
-def free_velocity_kernel(jint, gyro, inertia, com, v, h, vf):
-    """Correct ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place:
-    + h ω × v on a free joint's linear part (world-aligned update), and for the bodies with
-    gyro[i] the implicit momentum transport of ω instead of the explicit gyroscopic term
-    (inertia (n, 3, 3) about the rotation centre: CoM for free joints, pivot for spherical;
-    com (n, 3) body frame, m). Returns the number of Newton solves that did not converge."""
+def _single_body(I, m, c, g_body, F, Mo, w, u, h, out):
+    """Free velocity (out (6,), body axes at q) of one free body: F (3,) N and Mo (3,) N·m the
+    non-gravity wrench about the body origin, body axes; g_body (3,) gravity in body axes; c CoM
+    and I (3, 3) inertia about it, body frame. Newton–Euler about the CoM with the implicit
+    momentum transport for the gyroscopic term, then the origin's world-aligned acceleration
+    a_o = a_c − α × c − ω × (ω × c). Returns False if Newton did not converge."""
+    ok = True
+    Iw = I @ w
+    gy = _cross(w, Iw)
+    x = w.copy()
+    if gy @ gy > 1e-30 * (w @ w) * (Iw @ Iw):
+        x, ok = momentum_transport(I, w, h)
+    x = x + h * np.linalg.solve(I, Mo - _cross(c, F))
+    dw = x - w
+    lin = h * (F / m + g_body) - _cross(dw, c) - h * _cross(w, _cross(w, c))
+    for r in range(3):
+        out[r] = u[r] + lin[r]
+        out[3 + r] = x[r]
+    return ok
+
+
+@njit(cache=True)
+def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, fext, v, h, vf):
+    """Rewrite ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place.
+
+    kind[i] = 1 (a free body without children): its whole free velocity from `_single_body`
+    (tau its body wrench about the origin, fext (n, 6) world force and moment about the world
+    origin, oR/op the placements at q); any other free joint: + h ω × v on the linear part
+    (world-aligned update); kind[i] = 2 (a spherical joint to the world, no children): the
+    implicit momentum transport of ω about the pivot instead of ABA's explicit gyroscopic term.
+    inertia (n, 3, 3) about the CoM (kind 1) or the pivot (kind 2). Returns the number of Newton
+    solves that did not converge."""
     fails = 0
+    out = np.empty(6)
     for i in range(jint.shape[0]):
         jt, iv = jint[i, 1], jint[i, 3]
-        if jt == FREE:
+        if kind[i] == 1:
+            R = oR[i]
+            f = fext[i, :3]
+            F = R.T @ f + tau[iv:iv + 3]
+            Mo = R.T @ (fext[i, 3:] - _cross(op[i], f)) + tau[iv + 3:iv + 6]
+            if not _single_body(inertia[i], mass[i], com[i], R.T @ gravity, F, Mo, v[iv + 3:iv + 6],
+                                v[iv:iv + 3], h, out):
+                fails += 1
+            vf[iv:iv + 6] = out
+        elif jt == FREE:
             wx, wy, wz = v[iv + 3], v[iv + 4], v[iv + 5]
             ux, uy, uz = v[iv], v[iv + 1], v[iv + 2]
             vf[iv] += h * (wy * uz - wz * uy)
             vf[iv + 1] += h * (wz * ux - wx * uz)
             vf[iv + 2] += h * (wx * uy - wy * ux)
-        if not gyro[i]:
-            continue
-        a = iv + 3 if jt == FREE else iv
-        I = inertia[i]
-        w = v[a:a + 3].copy()
-        Iw = I @ w
-        gx = w[1] * Iw[2] - w[2] * Iw[1]
-        gy = w[2] * Iw[0] - w[0] * Iw[2]
-        gz = w[0] * Iw[1] - w[1] * Iw[0]
-        if gx * gx + gy * gy + gz * gz <= 1e-30 * (w @ w) * (Iw @ Iw):
-            continue      # ω along a principal axis (or isotropic body): no gyroscopic term
-        x, ok = momentum_transport(I, w, h)
-        if not ok:
-            fails += 1
-        # replace the explicit term −h I⁻¹ (ω × Iω) that ABA put into vf by x − ω
-        d = x - w + h * np.linalg.solve(I, np.array((gx, gy, gz)))
-        vf[a:a + 3] += d
-        if jt == FREE:      # the origin's acceleration −α × c follows the change of α
-            c = com[i]
-            vf[iv] -= d[1] * c[2] - d[2] * c[1]
-            vf[iv + 1] -= d[2] * c[0] - d[0] * c[2]
-            vf[iv + 2] -= d[0] * c[1] - d[1] * c[0]
+        elif kind[i] == 2:
+            I = inertia[i]
+            w = v[iv:iv + 3].copy()
+            gy = _cross(w, I @ w)
+            if gy @ gy <= 1e-30 * (w @ w) * ((I @ w) @ (I @ w)):
+                continue      # ω along a principal axis (or isotropic body): no gyroscopic term
+            x, ok = momentum_transport(I, w, h)
+            fails += not ok
+            # replace the explicit term −h I⁻¹ (ω × Iω) that ABA put into vf by x − ω
+            vf[iv:iv + 3] += x - w + h * np.linalg.solve(I, gy)
     return fails
 
 
@@ -169,25 +198,26 @@ def advance_kernel(jint, q, v, h, q_out, v_out):
         _rotate(-wx, -wy, -wz, v[iv:iv + 3], v_out[iv:iv + 3])
 
 
-def gyro_bodies(model):
-    """(gyro (n,) bool, inertia (n, 3, 3)): the bodies whose gyroscopic term is implicit (a
-    childless body on a free joint, or on a spherical joint to the world, no armature on its
-    dofs) and their inertia about the rotation centre (CoM, or pivot: I_c + m(|c|²E − c cᵀ))."""
+def body_kinds(model):
+    """(kind (n,) int, inertia (n, 3, 3)) for `free_velocity_kernel`: 1 for a free body without
+    children, 2 for a childless body on a spherical joint to the world (no armature on their
+    dofs, positive mass), else 0; inertia about the CoM, or for kind 2 about the pivot,
+    I_c + m(|c|²E − c cᵀ)."""
     n = model.nbodies
     has_child = np.zeros(n, bool)
     for p in model.parent:
         if p >= 0:
             has_child[p] = True
-    gyro = np.zeros(n, bool)
+    kind = np.zeros(n, np.int64)
     inertia = np.array(model.inertia, float)
     for i in range(n):
         jt, iv, nv = model.jtype[i], model.idx_v[i], model.nvs[i]
         if has_child[i] or model.mass[i] <= 0 or np.any(model.armature[iv:iv + nv]):
             continue
         if jt == FREE:
-            gyro[i] = True
+            kind[i] = 1
         elif jt == SPHERICAL and model.parent[i] < 0:
             c, m = model.com[i], model.mass[i]
             inertia[i] = inertia[i] + m * ((c @ c) * np.eye(3) - np.outer(c, c))
-            gyro[i] = True
-    return gyro, np.ascontiguousarray(inertia)
+            kind[i] = 2
+    return kind, np.ascontiguousarray(inertia)

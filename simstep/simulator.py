@@ -33,7 +33,7 @@ from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
 from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
 
-from .integrator import advance_kernel, free_velocity_kernel, gyro_bodies
+from .integrator import advance_kernel, body_kinds, free_velocity_kernel
 from .projection import project_loop_closures
 from .world import World, matrix_to_quat
 
@@ -216,7 +216,8 @@ class Simulator:
         self.set_actuation(actuation)
         self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
-        self._gyro, self._gyro_inertia = gyro_bodies(self.model)
+        self._body_kind, self._body_inertia = body_kinds(self.model)
+        self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_tau = np.zeros(self.model.nv)
         self._damped = bool(np.any(self.model.damping))
@@ -399,7 +400,8 @@ class Simulator:
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
         v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
-        free_velocity_kernel(m.jint, self._gyro, self._gyro_inertia, m.com, v, dt, v_free)
+        free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._mass, self._com, m.gravity, d.oR, d.op,
+                             tau_v, self._fext, v, dt, v_free)
         st.time_dynamics = time.perf_counter() - t0
         # 4. constraints and operator
         t0 = time.perf_counter()

@@ -172,7 +172,7 @@ def fuzz(seeds, steps):
 
 
 def test_fuzz_quick():
-    fuzz(range(24), steps=150)
+    fuzz(range(60), steps=150)
 
 
 @pytest.mark.slow

@@ -172,29 +172,18 @@ def advance_kernel(jint, q, v, h, q_out, v_out):
     v_out[:] = v
     for i in range(jint.shape[0]):
         jt, iq, iv, nqi = jint[i, 1], jint[i, 2], jint[i, 3], jint[i, 4]
+        if nqi > 0:
+            joint_integrate(jt, q, iq, v, iv, h, q_out)
         if jt != FREE:
-            if nqi > 0:
-                joint_integrate(jt, q, iq, v, iv, h, q_out)
             continue
+        # free joint: Q⁺ = Q ⊗ exp(h ω) from joint_integrate, but p⁺ = p + h R v (straight line)
+        # instead of its SE(3) screw
         x, y, z, s = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
         dx, dy, dz = h * v[iv], h * v[iv + 1], h * v[iv + 2]
         q_out[iq] = q[iq] + (1 - 2 * (y * y + z * z)) * dx + 2 * (x * y - s * z) * dy + 2 * (x * z + s * y) * dz
         q_out[iq + 1] = q[iq + 1] + 2 * (x * y + s * z) * dx + (1 - 2 * (x * x + z * z)) * dy + 2 * (y * z - s * x) * dz
         q_out[iq + 2] = q[iq + 2] + 2 * (x * z - s * y) * dx + 2 * (y * z + s * x) * dy + (1 - 2 * (x * x + y * y)) * dz
         wx, wy, wz = h * v[iv + 3], h * v[iv + 4], h * v[iv + 5]
-        th2 = wx * wx + wy * wy + wz * wz
-        th = np.sqrt(th2)
-        if th < 1e-8:
-            k, c = 0.5 - th2 / 48.0, 1.0 - th2 / 8.0
-        else:
-            k, c = np.sin(0.5 * th) / th, np.cos(0.5 * th)
-        bx, by, bz = k * wx, k * wy, k * wz
-        nx = s * bx + x * c + y * bz - z * by
-        ny = s * by - x * bz + y * c + z * bx
-        nz = s * bz + x * by - y * bx + z * c
-        nw = s * c - x * bx - y * by - z * bz
-        nrm = np.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
-        q_out[iq + 3], q_out[iq + 4], q_out[iq + 5], q_out[iq + 6] = nx / nrm, ny / nrm, nz / nrm, nw / nrm
         _rotate(-wx, -wy, -wz, v[iv:iv + 3], v_out[iv:iv + 3])
 
 

@@ -5,7 +5,10 @@ not grow, the discrete projectile parabola, Dzhanibekov's flip, a ball rolling o
 import numpy as np
 import pytest
 
+import models
 import simstep
+from models.joints import SPHERICAL
+from simstep.integrator import body_kinds, free_velocity_kernel
 
 HALF = (0.3, 0.2, 0.05)      # asymmetric box: x minor, y intermediate, z major inertia axis
 
@@ -126,3 +129,28 @@ def test_thin_plate_spinning_fast_on_the_ground_stays_bounded():
         E = invariants(sim)[2] + 0.5 * 9.81 * sim.q[2]
         assert E <= E0 + 0.5 * 0.5 * sim.max_depenetration_velocity ** 2 + 1e-9
     assert sim.q[2] > 0.0
+
+
+def test_spherical_joint_to_the_world_transports_the_pivot_momentum():
+    """kind 2 of `free_velocity_kernel`: a body on a spherical joint to the world, no gravity.
+    ABA's free velocity with the correction must satisfy I_o ω⁺ = exp(−h ω⁺) I_o ω (I_o about
+    the pivot), hence keep |I_o ω| and not gain energy; ABA's explicit step alone gains."""
+    mb = models.ModelBuilder(gravity=(0, 0, 0))
+    mb.add_body("top", -1, SPHERICAL, mass=1.5, com=(0.02, -0.01, 0.3), inertia=np.diag([0.01, 0.02, 0.03]))
+    m = mb.build()
+    kind, inertia = body_kinds(m)
+    assert kind[0] == 2
+    c = m.com[0]
+    Io = m.inertia[0] + m.mass[0] * ((c @ c) * np.eye(3) - np.outer(c, c))
+    assert np.allclose(inertia[0], Io)
+    d = models.Data(m).compute(m.neutral())
+    w, h = np.array([3.0, 20.0, -7.0]), 1e-2
+    vf = w + h * d.free_acceleration(w, np.zeros(3), np.zeros((1, 6)), np.empty(3))
+    assert vf @ Io @ vf > w @ Io @ w          # the explicit step gains energy
+    free_velocity_kernel(m.jint, kind, inertia, np.ascontiguousarray(m.mass), np.ascontiguousarray(m.com),
+                         m.gravity, d.oR, d.op, np.zeros(3), np.zeros((1, 6)), w, h, vf)
+    th = np.linalg.norm(h * vf)
+    K = np.array([[0, -vf[2], vf[1]], [vf[2], 0, -vf[0]], [-vf[1], vf[0], 0]]) * h / th
+    R = np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * K @ K        # exp(h ω⁺)
+    assert np.allclose(Io @ vf, R.T @ Io @ w, rtol=0, atol=1e-12)
+    assert vf @ Io @ vf <= w @ Io @ w

@@ -305,9 +305,17 @@ def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
             sg1, sp1 = sgj, spj
         else:
             sg2, sp2 = sgj, spj
-    if ns == 3:  # cannot happen for a unit d; guard anyway
-        ns = 0
-        sp0 = sp1 = sp2 = False
+    if ns == 3:  # a wide tolerance (a penetrating plane pair): span the face most normal to d
+        e0 = gsize[g, 0] * abs(gR[g, 0, 0] * D[i_d, 0] + gR[g, 1, 0] * D[i_d, 1] + gR[g, 2, 0] * D[i_d, 2])
+        e1 = gsize[g, 1] * abs(gR[g, 0, 1] * D[i_d, 0] + gR[g, 1, 1] * D[i_d, 1] + gR[g, 2, 1] * D[i_d, 2])
+        e2 = gsize[g, 2] * abs(gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2])
+        ns = 2
+        if e0 >= e1 and e0 >= e2:
+            sp0 = False
+        elif e1 >= e2:
+            sp1 = False
+        else:
+            sp2 = False
     cnt = 1 << ns
     s0, s1, s2 = gsize[g, 0], gsize[g, 1], gsize[g, 2]
     for i in range(cnt):
@@ -1108,6 +1116,11 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
                 _cprr(V, _VPBW, FB, i)
         if dmin > margin:
             return 0
+        if dmin < 0.0:   # penetrating: every vertex up to tol above the plane, not only the deepest's tol
+            if kb == BOX:
+                mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol - dmin, FB)
+            else:
+                mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol - dmin, FB, False)
         for k in range(3):
             V[_VPAW, k] = V[_VPBW, k] - dmin * V[_VN, k]
     elif case == 2:
@@ -1120,6 +1133,11 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
                 _cprr(V, _VPAW, FA, i)
         if dmin > margin:
             return 0
+        if dmin < 0.0:   # penetrating: every vertex up to tol above the plane, not only the deepest's tol
+            if ka == BOX:
+                mA = _support_box(a, gsize, gR, gp, V, _VN, tol - dmin, FA)
+            else:
+                mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, V, _VN, tol - dmin, FA, False)
         for k in range(3):
             V[_VPBW, k] = V[_VPAW, k] + dmin * V[_VN, k]
     elif case == 4:

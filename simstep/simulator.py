@@ -14,7 +14,8 @@ One step, at state (q, v):
 Velocity-level contact with speculative distance: a contact at signed distance φ > 0 lets the
 bodies approach by at most φ in this step (σ_n = v_n⁺ + φ/dt ≥ 0), a penetration φ < 0 is
 pushed out at the rate β φ/dt (Baumgarte, β = `erp`). Restitution (Newton): an approaching
-contact that closes within the step with speed above `restitution_threshold` gets the target
+contact that closes within the step with speed above `restitution_threshold` (and whose bodies
+touch nothing else, `_isolated_pairs`) gets the target
 v_n⁺ ≥ −e v_n⁻. Loop closures and joint limits get the same treatment of their position errors.
 """
 from __future__ import annotations
@@ -27,7 +28,6 @@ from numba import njit
 
 import collision
 import models
-from models.kinematics import integrate_kernel
 from solvers import (ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure,
                      MatrixFreeDelassus)
 from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
@@ -35,6 +35,7 @@ from solvers.cones import ConeSet
 from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
+from .integrator import advance_kernel, body_kinds, free_velocity_kernel
 from .projection import project_loop_closures
 from .world import World, matrix_to_quat
 
@@ -62,13 +63,14 @@ def warm_start_kernel(prev_keys, prev_frames, prev_lam, keys, frames, x0):
 
 
 @njit(cache=True)
-def contact_targets_kernel(phi, vn_pre, e, dt, erp, threshold, g):
+def contact_targets_kernel(phi, vn_pre, e, dt, erp, vmax, threshold, g):
     """Add to the normal rows of g (3i + 2) the contacts' velocity targets: a gap φ > 0 may
-    close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate (erp φ/dt),
+    close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate erp φ/dt
+    but never faster than vmax (m/s; dt-independent, as PhysX's maxDepenetrationVelocity),
     and an approaching contact faster than the threshold that closes within the step gets
     Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
     for i in range(phi.shape[0]):
-        corr = phi[i] / dt if phi[i] > 0 else erp * phi[i] / dt
+        corr = phi[i] / dt if phi[i] > 0 else max(erp * phi[i] / dt, -vmax)
         v = vn_pre[3 * i + 2]
         if e[i] > 0 and v < -threshold and phi[i] <= -v * dt + 1e-12:
             corr = e[i] * v
@@ -83,8 +85,27 @@ def dead_band(phi, slop):
     return np.sign(phi) * np.maximum(np.abs(phi) - slop, 0.0) if slop > 0 else phi
 
 
+def _isolated_pairs(body1, body2):
+    """(k,) 1.0 for the contacts whose two bodies touch nothing else this step (all their
+    contacts are with each other; the world counts as touching nothing), else 0.0. Newton's
+    restitution applied contact by contact to a body wedged between others can create energy
+    (Stewart, "Rigid-body dynamics with friction and impact", SIAM Review 2000), so
+    only isolated impacts bounce; the others are inelastic."""
+    lo, hi = np.minimum(body1, body2), np.maximum(body1, body2)
+    pair = lo * (hi.max() + 2) + hi
+    ok = np.ones(body1.shape[0])
+    for b in np.unique(np.concatenate([body1, body2])):
+        if b < 0:
+            continue
+        mine = (body1 == b) | (body2 == b)
+        if np.unique(pair[mine]).size > 1:
+            ok[mine] = 0.0
+    return ok
+
+
 class SimulationError(RuntimeError):
-    """A step produced a non-finite state; the simulator state was left unchanged."""
+    """A step failed (an exception in one of its phases, chained as the cause, or a non-finite
+    state); the simulator state was left unchanged."""
 
 
 @dataclass
@@ -202,14 +223,17 @@ class Simulator:
     loop closures): after integration, move q onto the loop closures' manifold
     (`simstep.projection.project_loop_closures`, M-metric Gauss–Newton) until the largest row
     error is ≤ projection_tol (m; rad for weld rotations), at most projection_max_iter steps;
-    any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...).
+    any `ADMMSettings` field (max_iter, eps_abs, eps_rel, ncp, update_rule, ...);
+    max_depenetration_velocity (default 0.5): the largest velocity at which a penetration, a
+    joint outside its limits or a loop-closure drift is corrected (m/s; rad/s for revolute
+    limits and weld rotations), so that the push-out erp·depth/dt does not grow as dt shrinks.
     """
 
     def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
-                 **solver_settings):
+                 max_depenetration_velocity=0.5, **solver_settings):
         # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
@@ -229,6 +253,9 @@ class Simulator:
         projection_tol = check_number("projection_tol", projection_tol, low=0.0, low_open=True)
         projection_max_iter = check_int("projection_max_iter", projection_max_iter, 1)
         self.contact_slop = check_number("contact_slop", contact_slop, low=0.0)
+        # inf allowed: the unbounded Baumgarte rate
+        self.max_depenetration_velocity = check_number("max_depenetration_velocity", max_depenetration_velocity,
+                                                       low=0.0, low_open=True, allow_inf=True)
         if collision_options is not None and not isinstance(collision_options, dict):
             raise TypeError(f"collision_options must be a dict of CollisionDetector options, got {collision_options!r}")
         if constraints is not None and (isinstance(constraints, (str, bytes)) or not hasattr(constraints, "__iter__")):
@@ -258,6 +285,9 @@ class Simulator:
         self.set_actuation(actuation)
         self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
+        self._body_kind, self._body_inertia = body_kinds(self.model)
+        self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
+        self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_tau = np.zeros(self.model.nv)
         self._damped = bool(np.any(self.model.damping))
         # per-model constraint bookkeeping, fixed for the simulator's life (not redone per step)
@@ -397,7 +427,27 @@ class Simulator:
         return np.concatenate([e, w])
 
     def step(self, tau=None):
-        """Advance one time step. tau: joint torques for this step (default: the actuation)."""
+        """Advance one time step. tau: joint torques for this step (default: the actuation).
+
+        Atomic: everything is computed into locals and committed at the end. Any failure inside
+        the step (collision, actuation callable, dynamics, operator, solver, integration,
+        projection, or a non-finite result) raises `SimulationError` with the original
+        exception as its cause, and leaves q, v, t, steps, contacts, stats, warm start, the
+        cached Data, the external forces and the solver's adaptive state as they were."""
+        tau = None if tau is None else self.model.check_v(tau, "tau")   # bad input: ValueError, nothing changed
+        saved = (self._op, self._eig, self._proj_damping, self.admm.rho_power, self._tail)
+        phase = ["collision detection"]
+        try:
+            return self._step(tau, phase)
+        except Exception as e:
+            self._op, self._eig, self._proj_damping, self.admm.rho_power, self._tail = saved
+            if isinstance(e, SimulationError):
+                raise
+            raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s failed in {phase[0]} "
+                                  f"({type(e).__name__}: {e}); the state was left unchanged") from e
+
+    def _step(self, tau, phase):
+        """The step itself (see `step`); phase[0] names the phase for the error message."""
         m, d, dt = self.model, self.data, self.dt
         t_start = time.perf_counter()
         st = StepStats()
@@ -407,14 +457,20 @@ class Simulator:
         c = self.detector.detect(q)
         k = len(c)
         st.time_collision = time.perf_counter() - t0
-        # 3. free velocity
+        # 3. free velocity: ABA, then free/spherical joints in world-aligned coordinates with the
+        # implicit gyroscopic term (`simstep.integrator`)
         t0 = time.perf_counter()
+        phase[0] = "the actuation"
         tau_v = self._tau(tau)
+        phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
         v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
+        free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._mass, self._com, m.gravity, d.oR, d.op,
+                             tau_v, self._fext, v, dt, v_free)
         st.time_dynamics = time.perf_counter() - t0
         # 4. constraints and operator
         t0 = time.perf_counter()
+        phase[0] = "the constraint set and Delassus operator"
         cs, cones, extra_err, limit_rows = self._constraints(c, k, q, v_free)
         mrows = cones.m
         st.ncontacts, st.nrows = k, mrows
@@ -434,6 +490,7 @@ class Simulator:
             st.time_operator = time.perf_counter() - t0
             # 5. solve
             t0 = time.perf_counter()
+            phase[0] = f"the {self.solver_name.upper()} contact solver"
             x0 = self._warm_start(c, k, mrows)
             if self.solver_name == "admm":
                 res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0,
@@ -450,29 +507,34 @@ class Simulator:
                 st.iterations, st.converged, st.primal_residual = res.iterations, res.converged, res.max_change
             st.time_solver = time.perf_counter() - t0
             t0 = time.perf_counter()
+            phase[0] = "the velocity update"
             v_next = v_free + op.JT_minv(lam)
         else:
             st.time_operator = time.perf_counter() - t0
             t0 = time.perf_counter()
             v_next = v_free
-        # 6. integrate
-        q_next = np.empty(m.nq)
-        integrate_kernel(m.jint, q, v_next, dt, q_next)
-        finite = np.isfinite(v_next.sum() + q_next.sum() + lam.sum())   # a sum is finite iff every term is
+        # 6. integrate: q⁺ = q ⊕ dt v⁺ (free joints on SO(3) × R³) and v⁺ in the new body axes
+        phase[0] = "the integration"
+        q_next, v_state = np.empty(m.nq), np.empty(m.nv)
+        advance_kernel(m.jint, q, v_next, dt, q_next, v_state)
+        finite = np.isfinite(v_state.sum() + q_next.sum() + lam.sum())   # a sum is finite iff every term is
         if finite and self._closure_set is not None:
+            phase[0] = "the loop-closure projection"
             q_next = self._project(q_next, st)
             finite = np.isfinite(q_next.sum())
         if not finite:
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s produced a non-finite state "
                                   f"(solver converged: {st.converged}, iterations {st.iterations}); "
                                   f"the state was left unchanged")
-        self.q, self.v = q_next, v_next
+        phase[0] = "the kinematics at the new state"
+        d_next = self._data_next._compute(q_next)
+        st.time_integration = time.perf_counter() - t0
+        # commit (nothing below can fail)
+        self.q, self.v = q_next, v_state
+        self.data, self._data_next = d_next, d
         self.t += dt
         self.steps += 1
         self._fext[:] = 0.0
-        d._compute(self.q)
-        st.time_integration = time.perf_counter() - t0
-        # bookkeeping
         imp = lam[:3 * k].reshape(k, 3)
         self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key)
         self._warm_keys, self._warm_frames, self._warm_lam = c.key, c.frame, lam
@@ -523,21 +585,26 @@ class Simulator:
 
     def _stabilise(self, g, op, c, k, extra_err, limit_rows):
         """Add position correction, speculative distance and restitution targets to g in place."""
-        dt, erp = self.dt, self.erp
+        dt, erp, vmax = self.dt, self.erp, self.max_depenetration_velocity
         if k:      # contact velocities before the step (only needed for restitution), then the targets
-            v_pre = op.J_apply(self.v) if np.any(c.restitution) else g
-            contact_targets_kernel(dead_band(c.distance, self.contact_slop), v_pre, c.restitution, dt, erp,
+            e = c.restitution
+            if np.any(e):
+                v_pre = op.J_apply(self.v)
+                e = e * _isolated_pairs(c.body1, c.body2)
+            else:
+                v_pre = g
+            contact_targets_kernel(dead_band(c.distance, self.contact_slop), v_pre, e, dt, erp, vmax,
                                    self.restitution_threshold, g)
         row = 3 * k
         for e in extra_err:
             if e is None:
                 row += 1
                 continue
-            g[row:row + e.shape[0]] += erp * e / dt if erp > 0 else 0.0
+            g[row:row + e.shape[0]] += np.clip(erp * e / dt, -vmax, vmax)
             row += e.shape[0]
         for dof, gap in limit_rows:
             gap = dead_band(gap, self.contact_slop)
-            g[row] += gap / dt if gap > 0 else erp * gap / dt
+            g[row] += gap / dt if gap > 0 else max(erp * gap / dt, -vmax)
             row += 1
 
     def _warm_start(self, c, k, mrows):

@@ -1,0 +1,214 @@
+"""Time integration of the simulator's velocities and positions (one step of size h).
+
+The public velocity convention stays Pinocchio's (a free joint's v = [v, ω], both in the body
+frame at the current q), but free and spherical joints are integrated as follows:
+
+* Linear part of a free joint in world-aligned (mixed) coordinates. The world velocity of the
+  origin is ṗ = R v, so d(R v)/dt = R (v̇ + ω × v): the body-frame derivative that ABA returns
+  carries the transport term −ω × v, which an explicit step turns into a gain of
+  √(1 + (hω)²) per step. `free_velocity_kernel` adds h ω × v back (the step's free velocity is
+  then the world velocity update R (v + h a_mixed), still expressed in the axes of R, which is
+  what the constraint Jacobians at q expect), and `advance_kernel` moves the origin along a
+  straight line, p⁺ = p + h R v⁺ (SO(3) × R³, not the SE(3) screw), and re-expresses the same
+  world velocity in the new axes, v_lin ← R⁺ᵀ R v⁺ = exp(−h ω⁺) v⁺. A torque-free body keeps
+  its world linear velocity to round-off.
+* Gyroscopic term of a free body (or of a body on a spherical joint to the world) that has no
+  children: instead of the explicit −h I⁻¹ (ω × I ω) of ABA, the body momentum Π = I ω is
+  transported exactly by the rotation of the step, I ω⁺ = exp(−h ω⁺) I ω (implicit in ω⁺,
+  solved by Newton): an implicit Lie–Euler step (Hairer, Lubich & Wanner, "Geometric
+  Numerical Integration", Sec. IV.8) with the momentum transport of the discrete rigid body of
+  Moser & Veselov ("Discrete versions of some classical integrable systems and factorization
+  of matrix polynomials", 1991). Because the rotation of the step is R⁺ = R exp(h ω⁺), the world angular momentum
+  R I ω is conserved exactly, and since exp(h ω⁺) ω⁺ = ω⁺, ω⁺ᵀ I ω⁺ = ω⁺ᵀ I ω ≤ ‖ω⁺‖_I ‖ω‖_I:
+  the kinetic energy does not increase (Cauchy–Schwarz in the inertia metric). First order and
+  dissipative: an asymmetric body relaxes towards its major axis at a rate ∝ h (measured in
+  docs/physics_guarantees.md).
+"""
+import numpy as np
+from numba import njit
+
+import models
+from models.jitcache import drop_stale_cache
+from models.joints import FREE, SPHERICAL, joint_integrate
+
+drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__])
+
+
+@njit(cache=True, inline="always")
+def _rotate(wx, wy, wz, u, out):
+    """out = exp(ŵ) u (Rodrigues), u and out (3,) may alias."""
+    th2 = wx * wx + wy * wy + wz * wz
+    th = np.sqrt(th2)
+    if th < 1e-6:
+        a, b = 1.0 - th2 / 6.0, 0.5 - th2 / 24.0
+    else:
+        a, b = np.sin(th) / th, (1.0 - np.cos(th)) / th2
+    cx, cy, cz = wy * u[2] - wz * u[1], wz * u[0] - wx * u[2], wx * u[1] - wy * u[0]
+    ex, ey, ez = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx
+    ux, uy, uz = u[0], u[1], u[2]
+    out[0], out[1], out[2] = ux + a * cx + b * ex, uy + a * cy + b * ey, uz + a * cz + b * ez
+
+
+@njit(cache=True)
+def _rot_and_right_jacobian(phi, R, Jr):
+    """R = exp(φ̂) and the right Jacobian Jr(φ) = I − (1 − cos θ)/θ² φ̂ + (θ − sin θ)/θ³ φ̂²."""
+    th2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2]
+    th = np.sqrt(th2)
+    if th < 1e-6:
+        s, a, b = 1.0 - th2 / 6.0, 0.5 - th2 / 24.0, 1.0 / 6.0 - th2 / 120.0
+    else:
+        s, a, b = np.sin(th) / th, (1.0 - np.cos(th)) / th2, (th - np.sin(th)) / (th2 * th)
+    P = np.array(((0.0, -phi[2], phi[1]), (phi[2], 0.0, -phi[0]), (-phi[1], phi[0], 0.0)))
+    P2 = P @ P
+    E = np.eye(3)
+    R[:, :] = E + s * P + a * P2
+    Jr[:, :] = E - a * P + b * P2
+
+
+@njit(cache=True)
+def momentum_transport(I, w, h, max_iter=50):
+    """ω⁺ with I ω⁺ = exp(−h ω̂⁺) I ω (torque-free rigid body, momentum rotated by the step's
+    own rotation), by Newton from ω⁺ = ω; I (3, 3) SPD (kg·m²), w (3,) rad/s, h s.
+    Jacobian of F(x) = I x − exp(−h x̂) Π: I − h exp(−h x̂) Π̂ Jr(−h x). Returns (ω⁺, converged);
+    the energy guard ½ω⁺ᵀIω⁺ ≤ ½ωᵀIω is enforced by a scaling (a round-off correction when
+    Newton converged, the safeguard when it did not)."""
+    Pi = I @ w
+    x = w.copy()
+    R, Jr = np.empty((3, 3)), np.empty((3, 3))
+    Ph = np.array(((0.0, -Pi[2], Pi[1]), (Pi[2], 0.0, -Pi[0]), (-Pi[1], Pi[0], 0.0)))
+    tol = 1e-14 * np.sqrt(Pi @ Pi) + 1e-300
+    ok = False
+    for _ in range(max_iter):
+        _rot_and_right_jacobian(-h * x, R, Jr)
+        F = I @ x - R @ Pi
+        if np.sqrt(F @ F) <= tol:
+            ok = True
+            break
+        x = x - np.linalg.solve(I - h * (R @ Ph @ Jr), F)
+        if not np.all(np.isfinite(x)):
+            break
+    if not ok:      # explicit momentum rotation by the current ω (still |Π| exact)
+        _rot_and_right_jacobian(-h * w, R, Jr)
+        x = np.linalg.solve(I, R @ Pi)
+    e0, e1 = w @ Pi, x @ (I @ x)
+    if e1 > e0:
+        x *= np.sqrt(e0 / e1)
+    return x, ok
+
+
+@njit(cache=True, inline="always")
+def _cross(a, b):
+    return np.array((a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]))
+
+
+@njit(cache=True)
+def _single_body(I, m, c, g_body, F, Mo, w, u, h, out):
+    """Free velocity (out (6,), body axes at q) of one free body: F (3,) N and Mo (3,) N·m the
+    non-gravity wrench about the body origin, body axes; g_body (3,) gravity in body axes; c CoM
+    and I (3, 3) inertia about it, body frame. Newton–Euler about the CoM with the implicit
+    momentum transport for the gyroscopic term, then the origin's world-aligned acceleration
+    a_o = a_c − α × c − ω × (ω × c). Returns False if Newton did not converge."""
+    ok = True
+    Iw = I @ w
+    gy = _cross(w, Iw)
+    x = w.copy()
+    if gy @ gy > 1e-30 * (w @ w) * (Iw @ Iw):
+        x, ok = momentum_transport(I, w, h)
+    x = x + h * np.linalg.solve(I, Mo - _cross(c, F))
+    dw = x - w
+    lin = h * (F / m + g_body) - _cross(dw, c) - h * _cross(w, _cross(w, c))
+    for r in range(3):
+        out[r] = u[r] + lin[r]
+        out[3 + r] = x[r]
+    return ok
+
+
+@njit(cache=True)
+def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, fext, v, h, vf):
+    """Rewrite ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place.
+
+    kind[i] = 1 (a free body without children): its whole free velocity from `_single_body`
+    (tau its body wrench about the origin, fext (n, 6) world force and moment about the world
+    origin, oR/op the placements at q); any other free joint: + h ω × v on the linear part
+    (world-aligned update); kind[i] = 2 (a spherical joint to the world, no children): the
+    implicit momentum transport of ω about the pivot instead of ABA's explicit gyroscopic term.
+    inertia (n, 3, 3) about the CoM (kind 1) or the pivot (kind 2). Returns the number of Newton
+    solves that did not converge."""
+    fails = 0
+    out = np.empty(6)
+    for i in range(jint.shape[0]):
+        jt, iv = jint[i, 1], jint[i, 3]
+        if kind[i] == 1:
+            R = oR[i]
+            f = fext[i, :3]
+            F = R.T @ f + tau[iv:iv + 3]
+            Mo = R.T @ (fext[i, 3:] - _cross(op[i], f)) + tau[iv + 3:iv + 6]
+            if not _single_body(inertia[i], mass[i], com[i], R.T @ gravity, F, Mo, v[iv + 3:iv + 6],
+                                v[iv:iv + 3], h, out):
+                fails += 1
+            vf[iv:iv + 6] = out
+        elif jt == FREE:
+            wx, wy, wz = v[iv + 3], v[iv + 4], v[iv + 5]
+            ux, uy, uz = v[iv], v[iv + 1], v[iv + 2]
+            vf[iv] += h * (wy * uz - wz * uy)
+            vf[iv + 1] += h * (wz * ux - wx * uz)
+            vf[iv + 2] += h * (wx * uy - wy * ux)
+        elif kind[i] == 2:
+            I = inertia[i]
+            w = v[iv:iv + 3].copy()
+            gy = _cross(w, I @ w)
+            if gy @ gy <= 1e-30 * (w @ w) * ((I @ w) @ (I @ w)):
+                continue      # ω along a principal axis (or isotropic body): no gyroscopic term
+            x, ok = momentum_transport(I, w, h)
+            fails += not ok
+            # replace the explicit term −h I⁻¹ (ω × Iω) that ABA put into vf by x − ω
+            vf[iv:iv + 3] += x - w + h * np.linalg.solve(I, gy)
+    return fails
+
+
+@njit(cache=True)
+def advance_kernel(jint, q, v, h, q_out, v_out):
+    """q_out = q ⊕ h v with free joints on SO(3) × R³ (p⁺ = p + h R v_lin, Q⁺ = Q ⊗ exp(h ω)),
+    other joints by their exponential map (`joints.joint_integrate`); v_out = v with a free
+    joint's linear part re-expressed in the new body axes, exp(−h ω) v_lin (same world vector)."""
+    v_out[:] = v
+    for i in range(jint.shape[0]):
+        jt, iq, iv, nqi = jint[i, 1], jint[i, 2], jint[i, 3], jint[i, 4]
+        if nqi > 0:
+            joint_integrate(jt, q, iq, v, iv, h, q_out)
+        if jt != FREE:
+            continue
+        # free joint: Q⁺ = Q ⊗ exp(h ω) from joint_integrate, but p⁺ = p + h R v (straight line)
+        # instead of its SE(3) screw
+        x, y, z, s = q[iq + 3], q[iq + 4], q[iq + 5], q[iq + 6]
+        dx, dy, dz = h * v[iv], h * v[iv + 1], h * v[iv + 2]
+        q_out[iq] = q[iq] + (1 - 2 * (y * y + z * z)) * dx + 2 * (x * y - s * z) * dy + 2 * (x * z + s * y) * dz
+        q_out[iq + 1] = q[iq + 1] + 2 * (x * y + s * z) * dx + (1 - 2 * (x * x + z * z)) * dy + 2 * (y * z - s * x) * dz
+        q_out[iq + 2] = q[iq + 2] + 2 * (x * z - s * y) * dx + 2 * (y * z + s * x) * dy + (1 - 2 * (x * x + y * y)) * dz
+        wx, wy, wz = h * v[iv + 3], h * v[iv + 4], h * v[iv + 5]
+        _rotate(-wx, -wy, -wz, v[iv:iv + 3], v_out[iv:iv + 3])
+
+
+def body_kinds(model):
+    """(kind (n,) int, inertia (n, 3, 3)) for `free_velocity_kernel`: 1 for a free body without
+    children, 2 for a childless body on a spherical joint to the world (no armature on their
+    dofs, positive mass), else 0; inertia about the CoM, or for kind 2 about the pivot,
+    I_c + m(|c|²E − c cᵀ)."""
+    n = model.nbodies
+    has_child = np.zeros(n, bool)
+    for p in model.parent:
+        if p >= 0:
+            has_child[p] = True
+    kind = np.zeros(n, np.int64)
+    inertia = np.array(model.inertia, float)
+    for i in range(n):
+        jt, iv, nv = model.jtype[i], model.idx_v[i], model.nvs[i]
+        if has_child[i] or model.mass[i] <= 0 or np.any(model.armature[iv:iv + nv]):
+            continue
+        if jt == FREE:
+            kind[i] = 1
+        elif jt == SPHERICAL and model.parent[i] < 0:
+            c, m = model.com[i], model.mass[i]
+            inertia[i] = inertia[i] + m * ((c @ c) * np.eye(3) - np.outer(c, c))
+            kind[i] = 2
+    return kind, np.ascontiguousarray(inertia)

@@ -22,7 +22,7 @@ frame at the current q), but free and spherical joints are integrated as follows
   R I ω is conserved exactly, and since exp(h ω⁺) ω⁺ = ω⁺, ω⁺ᵀ I ω⁺ = ω⁺ᵀ I ω ≤ ‖ω⁺‖_I ‖ω‖_I:
   the kinetic energy does not increase (Cauchy–Schwarz in the inertia metric). First order and
   dissipative: an asymmetric body relaxes towards its major axis at a rate ∝ h (measured in
-  docs/physics_guarantees.md).
+  docs/guarantees.md, "Physical guarantees").
 """
 import numpy as np
 from numba import njit

@@ -18,14 +18,19 @@ Around the iterations (`admm_kernel`):
 - polish (`polish_kernel`): the warm start's contact modes (sticking, sliding, separated) are
   taken as right and the sticking rows corrected by one least-squares solve; on a settled
   pile this is the whole solve. Retried from the iterate's modes at iterations 10, 20, 40, 80;
-- ρ: OSQP's rule on relative residuals (Stellato et al., "OSQP: an operator splitting solver
-  for quadratic programs", 2020, Sec. 5.2), ρ carried from the previous solve;
+- ρ: the spectral rule (ρ ← ρ (L/m)^±0.05 when the residuals differ tenfold), carried from the
+  previous solve; OSQP's rule on relative residuals (Stellato et al., "OSQP: an operator
+  splitting solver for quadratic programs", 2020, Sec. 5.2) as an option: faster on some
+  robot transients but it can make the non-convex NCP iteration diverge (found by the fuzz
+  test), so not the default;
 - stopping, in velocities: λ = y is always inside its cones; the solve stops when the contact
   velocities σ' that λ produces are within ``eps_abs`` (m/s) of velocities satisfying the
   contact law exactly with λ (`cones.velocity_residual_kernel`): no approach of a separated
   contact, no slip or normal velocity of a sticking one, slip only against the friction force
-  of a sliding one, no velocity error on bilateral rows. At the iteration cap the projected
-  iterate is returned, with converged = False and its true residual.
+  of a sliding one, no velocity error on bilateral rows. At the iteration cap the last
+  iterate is returned, with converged = False and its true residual, unless that residual is
+  ten times the start's (the non-convex iteration diverged): then the best point seen (start,
+  polish or an iterate, checked every 25 iterations) is returned instead.
 """
 from __future__ import annotations
 
@@ -66,8 +71,8 @@ class ADMMSettings:
     mu_prox: float = 1e-6
     rho_power: float = 0.2           # ρ₀ = √(L m) (L/m)^rho_power
     rho_power_factor: float = 0.05   # ρ ← ρ (L/m)^±rho_power_factor
-    ratio_primal_dual: float = 5.0   # ρ moves when the (relative) residuals differ by more than this
-    update_rule: str = "osqp"        # "osqp" (ρ ← ρ √(r̂_p / r̂_d), relative residuals) or "spectral"
+    ratio_primal_dual: float = 10.0  # ρ moves when the residuals differ by more than this factor
+    update_rule: str = "spectral"    # "spectral" (ρ ← ρ (L/m)^±factor) or "osqp" (ρ ← ρ √(r̂_p / r̂_d))
     relaxation: float = 1.0          # over-relaxation α ∈ (0, 2) of steps 3–4
     polish: bool = True              # active-set solves on the guessed contact modes
     ncp: bool = True                 # De Saxcé correction (Coulomb); False: convex relaxation
@@ -271,16 +276,17 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
 
     dense: 1 drives the explicit operator dn = (G, C, d, t), 0 the matrix-free one (geo, fac,
     ws) (`delassus_kernels`); the other operator's tuples are placeholders. ip = (max_iter,
-    ncp, osqp rule, record); fp = (τ, μ_prox, tol (m/s), primal/dual ratio, ρ₀, spectral step,
+    ncp, osqp rule, record, polish); fp = (τ, μ_prox, tol (m/s), primal/dual ratio, ρ₀, spectral step,
     L = λ_max(G), ρ_min, α). x0: warm start, kept if its velocity residual beats λ = 0.
 
     Stopping (physical units): λ = y ∈ K always; the step stops when the contact velocities
     σ' = (G + R_c) λ + g + s(σ) are within tol (m/s) of velocities that satisfy the contact law
     exactly with λ (`velocity_residual_kernel`). That test costs one operator product, so it
     runs when the iteration's own velocity mismatch r_d is below tol and, unless L r_p is too,
-    at most every 10 iterations. Writes λ and σ'; hist (max_iter, 4) gets (r_p, r_d, r_v, ρ)
+    at most every 10 iterations, and every 25 iterations to keep the best point for the cap.
+    Writes λ and σ'; hist (max_iter, 4) gets (r_p, r_d, r_v, ρ)
     per iteration if recording (r_v = −1 where not evaluated). Returns (iterations,
-    converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm started)."""
+    converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm started, polish solves)."""
     max_iter, ncp, osqp, record, polish = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0, ip[4] != 0
     tau, mu_prox, tol, ratio, rho, step, L, rho_min, alpha = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], \
         fp[6], fp[7], fp[8]
@@ -311,6 +317,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
     fixed = np.empty(m, np.int64)
     n_polish = 0
     sw = np.empty(m)
+    best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
     if polish and warm:          # the previous step's contact modes, solved exactly
         n_polish += 1
         for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
@@ -319,6 +326,8 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
                              fixed, lam, sigma)
         if rpol[0] <= tol:
             return 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish
+        if rpol[0] < best[0]:
+            best_lam[:], best_sig[:], best = lam, sigma, rpol
     y = x.copy()
     if ncp:
         desaxce_kernel(kind, start, param, z, s)          # step 1 for the first iteration
@@ -345,12 +354,14 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
         rp, rd, xnorm, znorm = admm_update_kernel(kind, start, size, param, g, xn, x_prev, y, z, trho, mu_prox, alpha,
                                                   ncp, rhs, s)
         rv_it = -1.0
-        if rd <= tol and (L * rp <= tol or it >= next_check):
+        if (rd <= tol and (L * rp <= tol or it >= next_check)) or it % 25 == 0:
             rv, rc = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, y,
                                                sigma, sw)
             rv_it = rv
             if rv <= tol:
                 converged = True
+            elif rv < best[0]:
+                best_lam[:], best_sig[:], best = y, sigma, (rv, rc)
             next_check = it + 10
         if record:
             hist[it - 1, 0], hist[it - 1, 1], hist[it - 1, 2], hist[it - 1, 3] = rp, rd, rv_it, rho
@@ -366,6 +377,8 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
                 lam[:] = xw_p
                 sigma[:] = sw
                 return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish
+            if rpol[0] < best[0]:
+                best_lam[:], best_sig[:], best = xw_p, sw, rpol
             _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)   # back to the ADMM's damping
         x_prev[:] = xn
         # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the
@@ -386,9 +399,12 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             trho = new_trho
             _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
             n_updates += 1
-    if not converged:       # at the cap: the cone-projected iterate and its true residual
+    if not converged:       # at the cap: the last iterate, unless the iteration diverged
         rv, rc = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, y,
                                            sigma, sw)
+        if rv > 10.0 * r0[0] and best[0] < rv:      # worse than its start: the best point seen instead
+            y[:], sigma[:] = best_lam, best_sig
+            rv, rc = best
     lam[:] = y
     return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish
 

@@ -10,7 +10,8 @@ same boxes, masses, friction and dt, settled the same time) in alternating block
 so that machine noise hits both alike. Per scene: contacts, ADMM iterations mean / p95 / max,
 % of steps at the iteration cap, our step mean / median / p95, MuJoCo's mean / median, the
 ratio of the means, and our per-phase means. JSON and an iteration histogram under
-bench/results/. Settled states are cached there (`--fresh` resettles).
+bench/results/. Settled states are cached there (`--fresh` resettles). Then our ADMM against
+Pinocchio's on the loaded pyramids saved in tests/data.
 
     python bench/bench_step.py [--scenes ...] [--settle 2] [--steps 1000] [--quick]
 """
@@ -157,6 +158,53 @@ def measure(name, settle, steps, block, fresh):
     return row
 
 
+def admm_vs_pinocchio():
+    """Our ADMM (matrix-free operator) and Pinocchio's ADMM (dense operator on our G) on the
+    loaded pyramids saved in tests/data, cold-started, both at 1e-6; best of 3 each."""
+    try:
+        import pinocchio as pin
+    except ImportError:
+        return []
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from snapshots import NAMES, load_problem
+    from solvers.admm import ADMMSolver
+    rows = []
+    for name in NAMES:
+        p = load_problem(name)
+        k = p.ncontacts
+        t_ours = np.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            res = ADMMSolver().solve(p.matrix_free(), p.g, p.cones)
+            t_ours = min(t_ours, time.perf_counter() - t0)
+        pm = pin.Model()
+        j = pm.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "b")
+        pm.appendBodyToJoint(j, pin.Inertia.Random(), pin.SE3.Identity())
+        cms, cds = pin.StdVec_ConstraintModel(), pin.StdVec_ConstraintData()
+        for i in range(k):      # only the cones' sizes and friction are read from these
+            pc = pin.PointContactConstraintModel(pm, 0, pin.SE3.Identity(), j, pin.SE3.Identity())
+            pc.setFriction(float(p.friction[i]))
+            cm = pin.ConstraintModel(pc)
+            cms.append(cm)
+            cds.append(cm.createData())
+        s = pin.ADMMSolverSettings()
+        s.lanczos_size = 20
+        s.max_iterations = 1000
+        s.admm_update_rule = pin.ADMMUpdateRule.SPECTRAL
+        D = pin.DelassusOperatorDense(p.dense().matrix())
+        solver = pin.ADMMConstraintSolver(3 * k)
+        t_pin, r = np.inf, None
+        for _ in range(3):
+            r = pin.ADMMSolverResult()
+            t0 = time.perf_counter()
+            solver.solve(D, p.g, cms, cds, s, r)
+            t_pin = min(t_pin, time.perf_counter() - t0)
+        rows.append(dict(snapshot=name, contacts=k, ours_iterations=res.iterations, ours_converged=res.converged,
+                         ours_us=t_ours * 1e6, pin_iterations=int(r.iterations), pin_us=t_pin * 1e6,
+                         ratio=t_ours / t_pin))
+    return rows
+
+
 def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -203,8 +251,15 @@ def main():
     print(f"\n{'scene':18s} " + " ".join(f"{k:>11s}" for k in rows[0]["phases_mean_us"]) + "   [us, mean per step]")
     for r in rows:
         print(f"{r['scene']:18s} " + " ".join(f"{v:11.0f}" for v in r["phases_mean_us"].values()))
+    pin_rows = admm_vs_pinocchio()
+    if pin_rows:
+        print(f"\n{'snapshot':14s} {'contacts':>8s} {'ours it':>7s} {'ours us':>9s} {'pin it':>7s} {'pin us':>9s} "
+              f"{'ratio':>6s}   (saved loaded pyramids, cold start, tol 1e-6; Pinocchio on the dense G)")
+        for a in pin_rows:
+            print(f"{a['snapshot']:14s} {a['contacts']:8d} {a['ours_iterations']:7d} {a['ours_us']:9.0f} "
+                  f"{a['pin_iterations']:7d} {a['pin_us']:9.0f} {a['ratio']:6.2f}")
     out = dict(benchmark="step_steady_state", python=platform.python_version(), machine=platform.machine(),
-               processor=platform.processor(), dt=DT, rows=rows)
+               processor=platform.processor(), dt=DT, rows=rows, admm_vs_pinocchio=pin_rows)
     dst = os.path.join(RESULTS, "bench_step.json")
     with open(dst, "w") as f:
         json.dump(out, f, indent=1)

@@ -40,8 +40,7 @@ class Data:
         self.q = q
         kinematics_kernel(m.jint, m.jfloat, self.q, self.oR, self.op, self.S, self.H)
         if not aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv):
-            raise np.linalg.LinAlgError(f"the mass matrix is singular: joints {m.massless_joints()} move no "
-                                        f"mass; set model.armature on their dofs")
+            raise m.singular_mass_matrix_error(self.op)
         return self
 
     def free_acceleration(self, v, tau, fext, out):

@@ -10,7 +10,7 @@ U = Iᴬ S, D = Sᵀ U (+ armature), u = τ − Sᵀ pᴬ, c = v × S q̇.
 import numpy as np
 from numba import njit
 
-from .kinematics import all_finite, kinematics_kernel, q_status_kernel
+from .kinematics import all_finite, fk_kernel, kinematics_kernel, q_status_kernel
 from .spatial import crf, crm
 
 _JIT = dict(cache=True)
@@ -412,8 +412,10 @@ def _raise_status(model, st, q, v, x, xname):
     elif st == BAD_AT:
         model.check_v(x, xname)
     elif st == SINGULAR:
-        raise np.linalg.LinAlgError(f"the mass matrix is singular: joints {model.massless_joints()} move no "
-                                    f"mass; set model.armature on their dofs")
+        n = model.nbodies
+        oR, op = np.empty((n, 3, 3)), np.empty((n, 3))
+        fk_kernel(model.jint, model.jfloat, np.asarray(q, float), oR, op)
+        raise model.singular_mass_matrix_error(op)
     raise RuntimeError(f"kernel failed with status {st}")  # pragma: no cover
 
 

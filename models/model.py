@@ -302,6 +302,20 @@ class Model:
         bodies = sorted({int(np.searchsorted(self.idx_v, k, side="right") - 1) for k in bad})
         return [self._joint_name_of(i) for i in bodies]
 
+    def singular_mass_matrix_error(self, op):
+        """The error for a failed ABA factorisation at a configuration whose body origins are
+        op (n, 3): joints that move no mass, or else the precision limit of spatial inertias
+        expressed about the world origin (bodies far from it)."""
+        bad = self.massless_joints()
+        if bad:
+            return np.linalg.LinAlgError(f"the mass matrix is singular: joints {bad} move no mass; "
+                                         f"set model.armature on their dofs")
+        far = float(np.abs(op).max()) if op.size else 0.0
+        return np.linalg.LinAlgError(
+            f"the mass matrix lost its positive definiteness in floating point at this configuration: "
+            f"spatial inertias are expressed about the world origin and a body is {far:.3g} m from it; "
+            f"keep scenes within about 1e5 m of the origin")
+
     def check_mass_matrix(self):
         """Raise ModelError if some joint moves no mass (singular M); suggests armature as the fix."""
         bad = self.massless_joints()

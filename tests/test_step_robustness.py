@@ -115,3 +115,13 @@ def test_bad_explicit_torque_is_a_value_error_before_anything_changes():
     with pytest.raises(ValueError, match="tau"):
         sim.step(tau=np.full(sim.model.nv, np.nan))
     assert same(before, snapshot(sim))
+
+
+def test_far_from_the_origin_the_error_says_why():
+    """Spatial inertias about the world origin lose the rotational part of a box 1e7 m away
+    (a documented limit): the error names the distance and the remedy, not a massless joint."""
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    b.add_box("b", (0.1, 0.1, 0.1), mass=1.0, position=(1e7, 0, 0.1))
+    with pytest.raises(np.linalg.LinAlgError, match=r"1e\+07 m from it; keep scenes within about 1e5 m"):
+        simstep.Simulator(b.build(), dt=1e-3)

@@ -286,6 +286,7 @@ class Simulator:
         self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
         self._body_kind, self._body_inertia = body_kinds(self.model)
+        self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == 1))
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_tau = np.zeros(self.model.nv)
@@ -464,7 +465,10 @@ class Simulator:
         tau_v = self._tau(tau)
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
-        v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
+        if self._all_free:    # every dof belongs to a childless free body: ABA's values would be overwritten
+            v_free = np.empty(m.nv)
+        else:
+            v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
         free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._mass, self._com, m.gravity, d.oR, d.op,
                              tau_v, self._fext, v, dt, v_free)
         st.time_dynamics = time.perf_counter() - t0

@@ -181,7 +181,8 @@ _EMPTY_I = np.zeros(0, np.int64)
 _ADMM_RANGES = dict(eps_abs=dict(low=0.0), eps_rel=dict(low=0.0), tau=dict(low=0.0, high=1.0, low_open=True),
                     mu_prox=dict(low=0.0, low_open=True), rho_power_factor=dict(low=0.0),
                     ratio_primal_dual=dict(low=1.0, low_open=True, allow_inf=True),   # inf: ρ never updated
-                    relaxation=dict(low=0.0, high=2.0, low_open=True, high_open=True))
+                    relaxation=dict(low=0.0, high=2.0, low_open=True, high_open=True),
+                    scaling=dict(low=0.0, high=0.5))
 
 
 def _admm_settings(kw):
@@ -436,12 +437,12 @@ class Simulator:
         exception as its cause, and leaves q, v, t, steps, contacts, stats, warm start, the
         cached Data, the external forces and the solver's adaptive state as they were."""
         tau = None if tau is None else self.model.check_v(tau, "tau")   # bad input: ValueError, nothing changed
-        saved = (self._op, self._eig, self._proj_damping, self.admm.rho_power, self._tail)
+        saved = (self._op, self._eig, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig, self._tail)
         phase = ["collision detection"]
         try:
             return self._step(tau, phase)
         except Exception as e:
-            self._op, self._eig, self._proj_damping, self.admm.rho_power, self._tail = saved
+            self._op, self._eig, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig, self._tail = saved
             if isinstance(e, SimulationError):
                 raise
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s failed in {phase[0]} "

@@ -246,6 +246,7 @@ SIM_SETTINGS = [
     (dict(eig_iters=0), ValueError, "eig_iters must be an integer ≥ 1"),
     (dict(relaxation=2.0), ValueError, "relaxation must be"), (dict(relaxation=nan), ValueError, "relaxation"),
     (dict(polish="yes"), TypeError, "polish must be True or False"),
+    (dict(scaling=0.6), ValueError, r"scaling must be in \[0, 0.5\]"), (dict(scaling=nan), ValueError, "scaling"),
     (dict(contact_slop=nan), ValueError, "contact_slop must be"), (dict(contact_slop=-1e-5), ValueError, "contact_slop"),
     (dict(update_rule="newton"), ValueError, "update_rule must be one of"),
     (dict(ncp="yes"), TypeError, "ncp must be True or False"), (dict(warm_start=nan), TypeError, "warm_start"),

@@ -184,7 +184,21 @@ class Model:
             return fr.body, fr.rotation, fr.translation
         return self.body_index(body), np.eye(3), np.zeros(3)
 
+    def joint_name(self, name):
+        """The model's name for joint `name`: itself if known, else the unique ``"<object>/<joint>"``
+        whose last part is `name` (a robot added to a world as ``add_urdf("g1", ...)`` has joints
+        ``"g1/<joint>"``); KeyError if that is ambiguous."""
+        if not isinstance(name, str):
+            raise TypeError(f"joint names are strings, got {name!r}")
+        if name in self._joint_body:
+            return name
+        hits = sorted(n for n in self._joint_body if n.rsplit("/", 1)[-1] == name)
+        if len(hits) > 1:
+            raise KeyError(f"joint name '{name}' is ambiguous: {hits}")
+        return hits[0] if hits else name
+
     def _joint(self, name):
+        name = self.joint_name(name)
         if name not in self._joint_body or self.nvs[self._joint_body[name]] == 0:
             raise KeyError(f"unknown joint '{name}'; joints with dofs: {', '.join(self.joint_names[:20])}"
                            + (" ..." if len(self.joint_names) > 20 else ""))

@@ -9,6 +9,7 @@ import numpy as np
 import collision
 import models
 import simstep
+from simstep.control import JointPD  # noqa: F401 (scenes.JointPD)
 
 
 def add_urdf_text(builder, name, xml, **kw):
@@ -74,40 +75,4 @@ class _GeomWorld:
         self.model, self.geometries = model, geometries
 
 
-class JointPD:
-    """Joint-space PD controller ``τ = Kp (q_ref − q) − Kd q̇`` on the given revolute/prismatic
-    joints, usable as the simulator's actuation callback ``actuation(sim) -> τ (nv,)``.
-
-    kp, kd: gains (N·m/rad, N·m·s/rad; scalars or one per joint). effort: clamp the torques
-    to the URDF effort limits. q_ref_fn: optional time-varying reference fn(t) -> (njoints,).
-
-    The PD is explicit (evaluated at the start of the step): it is stable while Kd dt stays
-    well below the smallest inertia its joints see, which for a floating robot includes
-    light bodies between two actuated joints (a humanoid's pelvis between hips and waist).
-    The robot scenes therefore give their actuated joints a rotor inertia (``armature``),
-    as real geared actuators have and as MuJoCo's robot models do.
-    """
-
-    def __init__(self, model, q_ref, joints, kp, kd, effort=True, q_ref_fn=None):
-        self.model = model
-        self.q_ref = np.asarray(q_ref, float).copy()
-        if self.q_ref.shape != (model.nq,):
-            raise ValueError(f"q_ref must have nq = {model.nq} entries, got {self.q_ref.shape}")
-        self.iq = np.array([model.joint_q_index(j) for j in joints], dtype=np.int64)
-        self.iv = np.array([model.joint_v_index(j) for j in joints], dtype=np.int64)
-        n = len(self.iv)
-        self.kp = np.broadcast_to(np.asarray(kp, float), (n,)).copy()
-        self.kd = np.broadcast_to(np.asarray(kd, float), (n,)).copy()
-        if np.any(self.kp < 0) or np.any(self.kd < 0) or not np.all(np.isfinite(self.kp + self.kd)):
-            raise ValueError("PD gains must be finite and ≥ 0")
-        self.limit = model.effort_limit[self.iv] if effort else np.full(n, np.inf)
-        self.q_ref_fn = q_ref_fn
-
-    def target(self, t):
-        return self.q_ref[self.iq] if self.q_ref_fn is None else self.q_ref_fn(t)
-
-    def __call__(self, sim):
-        u = self.kp * (self.target(sim.t) - sim.q[self.iq]) - self.kd * sim.v[self.iv]
-        tau = np.zeros(self.model.nv)
-        tau[self.iv] = np.clip(u, -self.limit, self.limit)
-        return tau
+# the joint PD lives in simstep.control (Simulator.set_targets uses it); re-exported here

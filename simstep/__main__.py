@@ -27,7 +27,10 @@ class UsageError(Exception):
 def demo(args):
     """Load G1 from example-robot-data, print its sizes and the time of one ABA call."""
     import models
-    path, dirs = models.robot_path(args.robot)
+    try:
+        path, dirs = models.robot_path(args.robot)
+    except KeyError as e:
+        raise UsageError(e.args[0]) from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = models.load_urdf(path, package_dirs=dirs)
@@ -121,16 +124,18 @@ def run(args):
     desc = getattr(world, "description", args.scene)
     print(f"{args.scene}: {desc}; nq = {world.model.nq}, nv = {world.model.nv}, dt = {dt:g} s, {steps} steps",
           flush=True)
-    record = bool(args.html or args.plot or args.view)
+    record = bool(args.html or args.plot or args.view or args.save)
     its = np.zeros(steps, int)
     nc = np.zeros(steps, int)
     pen = np.zeros(steps)
     conv = np.ones(steps, bool)
     T = np.empty(steps + 1)
     Q = np.empty((steps + 1, world.model.nq)) if record else None
+    V = np.empty((steps + 1, world.model.nv)) if record else None
+    contacts = [sim.contacts] if args.save else None
     T[0] = sim.t
     if record:
-        Q[0] = sim.q
+        Q[0], V[0] = sim.q, sim.v
     it = range(steps)
     if args.progress:
         from tqdm import tqdm
@@ -146,7 +151,9 @@ def run(args):
             its[k], nc[k], pen[k], conv[k] = st.iterations, st.ncontacts, st.max_penetration, st.converged
             T[k + 1] = sim.t
             if record:
-                Q[k + 1] = sim.q
+                Q[k + 1], V[k + 1] = sim.q, sim.v
+            if contacts is not None:
+                contacts.append(sim.contacts)
             if viewer is not None:
                 viewer.update(sim.q, sim.t)
     except KeyboardInterrupt:
@@ -162,7 +169,14 @@ def run(args):
         print(f"ADMM iterations: mean {its.mean():.1f}, max {its.max()}; not converged in {int((~conv).sum())} "
               f"steps; contacts: mean {nc.mean():.1f}, max {nc.max()}; max penetration {pen.max():.3e} m")
     if record:
-        traj = simstep.Trajectory(T[:steps + 1], Q[:steps + 1], np.zeros((steps + 1, world.model.nv)))
+        traj = simstep.Trajectory(T[:steps + 1], Q[:steps + 1], V[:steps + 1], np.concatenate([[0], its]),
+                                  np.concatenate([[0], nc]), sim.dt, tuple(world.model.body_names),
+                                  tuple(world.model.joint_names))
+    if args.save:
+        from simstep.simulator import _attach_contacts
+        _attach_contacts(traj, contacts[:steps + 1])
+        traj.save(args.save)
+        print(f"wrote {args.save} (simstep.load_trajectory reads it)")
     if args.html:
         from viewer.meshcat_viewer import export_html
         export_html(world, args.html, traj, title=f"simstep: {args.scene}")
@@ -230,6 +244,7 @@ def main(argv=None):
     r.add_argument("--view", action="store_true", help="live meshcat view")
     r.add_argument("--html", metavar="OUT", help="write a self-contained HTML replay")
     r.add_argument("--plot", metavar="OUT", help="write a PNG of iterations, contacts and penetration")
+    r.add_argument("--save", metavar="OUT", help="write the trajectory (t, q, v, contacts) as .npz")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="scene function argument (repeatable)")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                    help="tqdm progress bar (default on)")
@@ -242,7 +257,7 @@ def main(argv=None):
         if "invalid choice" in msg:
             msg += "; commands: demo, list, run"
         elif "unrecognized arguments" in msg or "the following arguments" in msg:
-            msg += ("; run options: --duration S, --dt DT, --view, --html OUT, --plot OUT, --set KEY=VALUE, "
+            msg += ("; run options: --duration S, --dt DT, --view, --html OUT, --plot OUT, --save OUT, --set KEY=VALUE, "
                     "--no-progress; scenes: " + ", ".join(_scenes()))
         print(f"python -m simstep: error: {msg}", file=sys.stderr)
         return 2

@@ -37,28 +37,50 @@ from solvers.pgs import PGSSolver
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .integrator import advance_kernel, body_kinds, free_velocity_kernel
 from .projection import project_loop_closures
+from .results import StepContacts, StepStats, Trajectory
 from .world import World, matrix_to_quat
 
 
+WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
+
+
 @njit(cache=True)
-def warm_start_kernel(prev_keys, prev_frames, prev_lam, keys, frames, x0):
-    """x0[3i:3i+3] = frameᵢᵀ w, w = F λ the previous world impulse of the contact with key keysᵢ
-    (previous frame F, impulse λ in its axes); returns True if any contact matched. prev_keys
-    need not be sorted (k ≤ a few thousand)."""
-    order = np.argsort(prev_keys)
-    sk = prev_keys[order]
+def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, x0):
+    """x0[3i:3i+3] = frameᵢᵀ w, w = F λ the previous world impulse of the previous contact point
+    of the same geometry pair (key // 4) nearest to pointᵢ, within `gate` (m), each previous
+    point used once (previous frame F, impulse λ in its axes); returns True if any contact
+    matched. Matching by position rather than by the key's slot: a pair's slots are ranked by
+    angle about the patch centre, which reorders when a patch gains or loses a point (measured
+    on mesh contacts: the same key jumping 2–6 cm between steps, a warm start worse than zero)."""
+    pp = prev_keys // 4
+    order = np.argsort(pp)
+    sp = pp[order]
+    used = np.zeros(prev_keys.shape[0], np.bool_)
     hit = False
     w = np.empty(3)
+    g2 = gate * gate
     for i in range(keys.shape[0]):
-        j = np.searchsorted(sk, keys[i])
-        if j < sk.shape[0] and sk[j] == keys[i]:
+        pair = keys[i] // 4
+        j = np.searchsorted(sp, pair)
+        best, bo = g2, -1
+        while j < sp.shape[0] and sp[j] == pair:
             o = order[j]
-            for a in range(3):
-                w[a] = prev_frames[o, a, 0] * prev_lam[3 * o] + prev_frames[o, a, 1] * prev_lam[3 * o + 1] + \
-                    prev_frames[o, a, 2] * prev_lam[3 * o + 2]
-            for r in range(3):
-                x0[3 * i + r] = frames[i, 0, r] * w[0] + frames[i, 1, r] * w[1] + frames[i, 2, r] * w[2]
-            hit = True
+            if not used[o]:
+                d2 = (prev_pos[o, 0] - pos[i, 0]) ** 2 + (prev_pos[o, 1] - pos[i, 1]) ** 2 + \
+                    (prev_pos[o, 2] - pos[i, 2]) ** 2
+                if d2 <= best:
+                    best, bo = d2, o
+            j += 1
+        if bo < 0:
+            continue
+        used[bo] = True
+        o = bo
+        for a in range(3):
+            w[a] = prev_frames[o, a, 0] * prev_lam[3 * o] + prev_frames[o, a, 1] * prev_lam[3 * o + 1] + \
+                prev_frames[o, a, 2] * prev_lam[3 * o + 2]
+        for r in range(3):
+            x0[3 * i + r] = frames[i, 0, r] * w[0] + frames[i, 1, r] * w[1] + frames[i, 2, r] * w[2]
+        hit = True
     return hit
 
 
@@ -108,72 +130,6 @@ class SimulationError(RuntimeError):
     state); the simulator state was left unchanged."""
 
 
-@dataclass
-class StepStats:
-    """Statistics of the last step (times in seconds)."""
-    iterations: int = 0
-    converged: bool = True
-    primal_residual: float = 0.0
-    dual_residual: float = 0.0
-    complementarity: float = 0.0
-    velocity_residual: float = 0.0     # m/s: contact law error of the returned impulses (ADMM)
-    rho: float = 0.0
-    warm_started: bool = False
-    ncontacts: int = 0
-    nrows: int = 0
-    max_penetration: float = 0.0
-    time_collision: float = 0.0
-    time_dynamics: float = 0.0
-    time_operator: float = 0.0
-    time_solver: float = 0.0
-    time_integration: float = 0.0
-    time_total: float = 0.0
-    projection_iterations: int = 0      # Gauss–Newton steps of the loop-closure projection
-    projection_residual: float = 0.0    # max loop-closure row error after it (m, rad for weld rotations)
-    time_projection: float = 0.0        # included in time_integration
-
-    def as_dict(self):
-        return dict(self.__dict__)
-
-    def __getitem__(self, key):
-        return getattr(self, key)
-
-
-@dataclass
-class StepContacts:
-    """Contacts of the last step with their impulses (k points)."""
-    body1: np.ndarray
-    body2: np.ndarray
-    position: np.ndarray     # (k, 3) world
-    frame: np.ndarray        # (k, 3, 3) columns (t1, t2, n), n from body 2 into body 1
-    distance: np.ndarray     # (k,) signed, negative = penetration
-    impulse: np.ndarray      # (k, 3) (λ_t1, λ_t2, λ_n) in N·s, acting on body 1
-    friction: np.ndarray
-    key: np.ndarray
-
-    @property
-    def depth(self):
-        return np.maximum(-self.distance, 0.0)
-
-    @property
-    def world_impulse(self):
-        """(k, 3) impulses on body 1 in world axes (N·s; divide by dt for the mean force)."""
-        return np.einsum("kij,kj->ki", self.frame, self.impulse)
-
-    def __len__(self):
-        return self.body1.shape[0]
-
-
-@dataclass
-class Trajectory:
-    """A recorded run: t (k,), q (k, nq), v (k, nv); row 0 is the state before the first step."""
-    t: np.ndarray
-    q: np.ndarray
-    v: np.ndarray
-    iterations: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
-    ncontacts: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
-
-
 _EMPTY_I = np.zeros(0, np.int64)
 
 
@@ -213,7 +169,8 @@ def _admm_settings(kw):
 class Simulator:
     """Time-stepping simulator of a `World`.
 
-    Parameters (keyword): dt (s); operator "matrix_free" | "dense"; solver "admm" | "pgs";
+    Parameters (keyword): dt (s; default: the world's ``dt`` if its scene set one, else 1 ms);
+    operator "matrix_free" | "dense"; solver "admm" | "pgs";
     collision_backend "coal" | "fcl"; margin (m, contact detection margin); erp (Baumgarte
     factor for penetration and loop drift, 0–1); contact_slop (m, default 1e-5: contacts and joint
     limits (rad or m) within ±slop of touching get the velocity target 0, see `dead_band`);
@@ -230,7 +187,7 @@ class Simulator:
     limits and weld rotations), so that the push-out erp·depth/dt does not grow as dt shrinks.
     """
 
-    def __init__(self, world: World, dt=1e-3, operator="matrix_free", solver="admm", collision_backend="coal",
+    def __init__(self, world: World, dt=None, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
@@ -239,6 +196,8 @@ class Simulator:
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
         admm_settings = _admm_settings(solver_settings)
+        if dt is None:      # the scene's recommended step (paper 004's pendulum: 0.1 ms), else 1 ms
+            dt = getattr(world, "dt", None) or 1e-3
         dt = check_number("dt", dt, low=0.0, low_open=True)
         check_choice("operator", operator, ("matrix_free", "dense"))
         check_choice("solver", solver, ("admm", "pgs"))
@@ -306,12 +265,16 @@ class Simulator:
         self._lim_val = np.array([r[2] for r in lim], float)
         self._lim_sgn = np.array([r[3] for r in lim], float)
         self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
-        self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
+        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = \
+            _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0)
         self._warm_tail = None
         self._eig = None
         self._tail = None
         self._op = None          # last step's operator (its arrays are reused by the next one)
         self.stats = StepStats()
+        self._prev = None          # (q, v) at the last step's start, for `imu`
+        self._pd, self._targets = None, {}   # PD targets of set_targets (simstep.control.JointPD)
+        self.applied_torque = np.zeros(self.model.nv)   # τ of the last step (actuation − joint damping), N·m or N
         self.contacts = self._empty_contacts()
         self.t = 0.0
         self.q = world.q0.copy()
@@ -346,8 +309,10 @@ class Simulator:
         v = self.model.check_v(v).copy()
         t = self.t if t is None else check_number("t", t)
         self.q, self.v, self.t = q, v, t
-        self._warm_keys, self._warm_frames, self._warm_lam = _EMPTY_I, np.zeros((0, 3, 3)), np.zeros(0)
+        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = \
+            _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0)
         self._warm_tail = None
+        self._prev = None
         self.data.compute(self.q)
 
     def set_actuation(self, actuation):
@@ -355,6 +320,51 @@ class Simulator:
         if actuation is not None and not callable(actuation):
             actuation = self.model.check_v(actuation, "actuation").copy()
         self.actuation = actuation
+
+    def set_targets(self, targets, velocities=None, kp=None, kd=None, effort=True):
+        """Joint PD targets by joint name (`simstep.control.JointPD`), added to the actuation:
+        ``τ = Kp (q* − q) + Kd (v* − v)`` clipped to the URDF effort limits (effort=False: no
+        clipping). targets: {joint: q*} (rad or m); velocities: {joint: v*} (default 0); kp, kd:
+        a scalar or {joint: gain}, required for joints that have no target yet. A later call
+        changes the joints it names and keeps the others; `clear_targets` removes them all. Bare
+        robot joint names are accepted when unique. Everything is checked before anything changes."""
+        from .control import JointPD
+        if not isinstance(targets, dict) or not targets:
+            raise TypeError(f"targets must be a non-empty dict {{joint name: position}}, got {targets!r}")
+        m = self.model
+        names = [m.joint_name(j) for j in targets]
+
+        def by_name(d, what):
+            if d is None:
+                return {}
+            if not isinstance(d, dict):
+                return {j: d for j in names}
+            out = {m.joint_name(j): x for j, x in d.items()}
+            extra = sorted(set(out) - set(names))
+            if extra:
+                raise ValueError(f"{what} names joints without a target in this call: {extra}")
+            return out
+
+        q_t = dict(zip(names, targets.values()))
+        v_t, kp_t, kd_t = by_name(velocities, "velocities"), by_name(kp, "kp"), by_name(kd, "kd")
+        table = {j: dict(e) for j, e in self._targets.items()}
+        for j in names:
+            if j not in table:
+                if j not in kp_t or j not in kd_t:
+                    raise ValueError(f"joint '{j}' has no PD gains yet: give kp and kd")
+                table[j] = dict(v=0.0)
+            table[j]["q"] = q_t[j]
+            for key, src in (("v", v_t), ("kp", kp_t), ("kd", kd_t)):
+                if j in src:
+                    table[j][key] = src[j]
+        col = lambda key: [table[j][key] for j in table]
+        pd = JointPD(m, None, list(table), kp=col("kp"), kd=col("kd"), effort=effort, targets=col("q"),
+                     velocities=col("v"))          # checks names, dofs, finiteness, signs
+        self._pd, self._targets = pd, table
+
+    def clear_targets(self):
+        """Remove every PD target set by `set_targets` (the actuation stays)."""
+        self._pd, self._targets = None, {}
 
     def apply_force(self, body, force, point=None, torque=None):
         """Add a world force (N) at a world point (default: body origin) and a torque (N·m) on
@@ -385,6 +395,78 @@ class Simulator:
         p = self.data.oR[b] @ pf + self.data.op[b]
         return V[:3] + np.cross(V[3:], p), V[3:].copy()
 
+    def contact_wrench(self, body, point=None):
+        """Total contact force (3,) N and torque (3,) N·m on `body` during the last step, world
+        axes, the torque about `point` (world, default: the body frame's origin): the mean of
+        the impulses over the step (impulse / dt) of every contact that has the body on either
+        side (as body 2 it receives −λ). A body of a merged URDF link resolves to its body."""
+        b, Rf, pf = self.world.body_frame(body)
+        if b < 0:
+            raise ValueError(f"{body!r} is the world or welded to it: it has no contact wrench")
+        p0 = self.data.oR[b] @ pf + self.data.op[b] if point is None else check_vector("point", point, 3)
+        c = self.contacts
+        if not len(c) or c.dt <= 0:
+            return np.zeros(3), np.zeros(3)
+        sgn = (c.body1 == b).astype(float) - (c.body2 == b)
+        f = c.world_force * sgn[:, None]
+        return f.sum(0), np.cross(c.position - p0, f).sum(0)
+
+    # ------------------------------------------------------------------ sensors
+    def joint_positions(self, joints):
+        """Positions (rad or m) of one-dof joints given by name, in the order given."""
+        m = self.model
+        return np.array([self.q[m.joint_q_index(j)] for j in self._one_dof(joints)])
+
+    def joint_velocities(self, joints):
+        """Velocities (rad/s or m/s) of one-dof joints given by name."""
+        m = self.model
+        return np.array([self.v[m.joint_v_index(j)] for j in self._one_dof(joints)])
+
+    def joint_torques(self, joints):
+        """Torques (N·m or N) applied to one-dof joints in the last step: actuation, PD targets
+        and joint damping (not the constraint impulses of limits or friction)."""
+        m = self.model
+        return np.array([self.applied_torque[m.joint_v_index(j)] for j in self._one_dof(joints)])
+
+    def _one_dof(self, joints):
+        if isinstance(joints, str):
+            raise TypeError(f"joints must be a list of names, got the string {joints!r}")
+        m = self.model
+        for j in joints:
+            if m.nvs[m.joint_body(m.joint_name(j))] != 1:
+                raise ValueError(f"joint '{j}' is not a one-dof joint")
+        return joints
+
+    def imu(self, frame):
+        """An IMU at a body or link frame: (angular velocity (3,) rad/s, specific force (3,) m/s²),
+        both in the frame's axes. The specific force is what an accelerometer reads, a − g, with
+        a the frame origin's acceleration over the last step, (v⁺ − v⁻)/dt: +9.81 m/s² up when
+        resting, 0 in free fall (before any step: −g rotated, the state's velocity only)."""
+        b, Rf, pf = self.world.body_frame(frame)
+        if b < 0:
+            R = Rf
+            return np.zeros(3), R.T @ (-self.model.gravity)
+        R = self.data.oR[b] @ Rf
+        lin, ang = self.body_velocity(frame)
+        a = np.zeros(3)
+        if self._prev is not None:
+            q_prev, v_prev = self._prev
+            d_prev = models.Data(self.model)._compute(q_prev)
+            V = d_prev.body_velocities(v_prev)[b]
+            p = d_prev.oR[b] @ pf + d_prev.op[b]
+            a = (lin - (V[:3] + np.cross(V[3:], p))) / self.dt
+        return R.T @ ang, R.T @ (a - self.model.gravity)
+
+    def force_torque(self, frame):
+        """A 6-axis force/torque sensor at a body or link frame from the last step's contacts:
+        (force (3,) N, torque (3,) N·m about the frame origin), in the frame's axes."""
+        b, Rf, pf = self.world.body_frame(frame)
+        if b < 0:
+            raise ValueError(f"{frame!r} is the world or welded to it")
+        R, p = self.data.oR[b] @ Rf, self.data.oR[b] @ pf + self.data.op[b]
+        f, n = self.contact_wrench(frame, point=p)
+        return R.T @ f, R.T @ n
+
     # ------------------------------------------------------------------ step
     def _joints_of_dofs(self, dofs):
         """Name of the joint that owns each dof."""
@@ -400,6 +482,8 @@ class Simulator:
         if tau is None:
             tau = self.actuation(self) if callable(self.actuation) else self.actuation
         tau = self._zero_tau if tau is None else m.check_v(tau, "tau")
+        if self._pd is not None:
+            tau = tau + self._pd(self)
         if self._damped:
             tau = tau - m.damping * self.v
         return tau
@@ -464,6 +548,7 @@ class Simulator:
         t0 = time.perf_counter()
         phase[0] = "the actuation"
         tau_v = self._tau(tau)
+        st_tau = tau_v
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
         if self._all_free:    # every dof belongs to a childless free body: ABA's values would be overwritten
@@ -537,13 +622,15 @@ class Simulator:
         # commit (nothing below can fail)
         self.q, self.v = q_next, v_state
         self.data, self._data_next = d_next, d
+        self._prev = (q, v)           # the step's start, for the IMU's finite difference (never mutated)
         self.t += dt
         self.steps += 1
         self._fext[:] = 0.0
         imp = lam[:3 * k].reshape(k, 3)
-        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key)
-        self._warm_keys, self._warm_frames, self._warm_lam = c.key, c.frame, lam
+        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key, dt)
+        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = c.key, c.position, c.frame, lam
         self._warm_tail = self._tail
+        self.applied_torque = np.array(st_tau, float)      # a copy: actuation arrays may be reused
         st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0
         st.time_total = time.perf_counter() - t_start
         self.stats = st
@@ -613,10 +700,12 @@ class Simulator:
             row += 1
 
     def _warm_start(self, c, k, mrows):
-        """Previous impulses matched by contact key, rotated into the new contact frames."""
+        """Previous impulses matched by geometry pair and nearest point (`warm_start_kernel`),
+        rotated into the new contact frames."""
         x0 = np.zeros(mrows)
         hit = k > 0 and self._warm_keys.size > 0 and \
-            warm_start_kernel(self._warm_keys, self._warm_frames, self._warm_lam, c.key, c.frame, x0)
+            warm_start_kernel(self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam, c.key, c.position,
+                              c.frame, WARM_START_GATE, x0)
         # the rows after the contacts (loop closures, active limits, joint friction) are the same
         # constraints as in the previous step when its tail is reused: their impulses carry over
         ntail = mrows - 3 * k
@@ -640,12 +729,23 @@ class Simulator:
         return L
 
     # ------------------------------------------------------------------ run
-    def run(self, steps, progress=False, record=False, viewer=None, callback=None):
-        """Advance `steps` steps. record=True returns a `Trajectory` (row 0 = the current state);
-        viewer: an object with ``update(q, t)`` called every step (it throttles itself);
-        callback(sim) is called after every step."""
+    def run(self, steps=None, progress=False, record=False, viewer=None, callback=None, duration=None,
+            record_contacts=True):
+        """Advance `steps` steps, or `duration` seconds (rounded to whole steps of dt; give one of
+        the two). record=True returns a `Trajectory` (row 0 = the current state) with each
+        step's contacts unless record_contacts=False; viewer: an object with ``update(q, t)``
+        called every step (it throttles itself); callback(sim) is called after every step."""
+        if (steps is None) == (duration is None):
+            raise TypeError("run needs either steps (a number of steps) or duration= (seconds), not both")
+        if duration is not None:
+            duration = check_number("duration", duration, low=0.0)
+            steps = int(round(duration / self.dt))
+        elif isinstance(steps, (float, np.floating)) and np.isfinite(steps) and steps != int(steps):
+            raise ValueError(f"steps must be an integer, got {steps!r}: a number of steps; for seconds use "
+                             f"run(duration={steps!r})")
         steps = check_int("steps", steps, 0)
         progress, record = check_bool("progress", progress), check_bool("record", record)
+        record_contacts = check_bool("record_contacts", record_contacts)
         if viewer is not None and not callable(getattr(viewer, "update", None)):
             raise TypeError(f"viewer must have an update(q, t) method, got {viewer!r}")
         if callback is not None and not callable(callback):
@@ -657,6 +757,7 @@ class Simulator:
             its = np.zeros(steps + 1, int)
             ncs = np.zeros(steps + 1, int)
             T[0], Q[0], V[0] = self.t, self.q, self.v
+            rec = [self.contacts] if record_contacts else None
         show_contacts = viewer is not None and bool(getattr(viewer, "show_contacts", False))
         it = range(steps)
         if progress:
@@ -667,6 +768,8 @@ class Simulator:
             if record:
                 T[i + 1], Q[i + 1], V[i + 1] = self.t, self.q, self.v
                 its[i + 1], ncs[i + 1] = st.iterations, st.ncontacts
+                if rec is not None:
+                    rec.append(self.contacts)
             if viewer is not None:
                 if show_contacts:
                     viewer.update(self.q, self.t, contacts=self.contacts, dt=self.dt)
@@ -676,6 +779,20 @@ class Simulator:
                 callback(self)
         if viewer is not None and steps and hasattr(viewer, "display"):
             viewer.display(self.q, contacts=self.contacts if show_contacts else None, dt=self.dt)  # throttling may skip it
-        if record:
-            return Trajectory(T, Q, V, its, ncs)
-        return None
+        if not record:
+            return None
+        traj = Trajectory(T, Q, V, its, ncs, self.dt, tuple(self.model.body_names), tuple(self.model.joint_names))
+        if rec is not None:
+            _attach_contacts(traj, rec)
+        return traj
+
+
+def _attach_contacts(traj, rec):
+    """Flatten a list of `StepContacts` (one per trajectory row) into the trajectory's arrays."""
+    traj.contact_ptr = np.concatenate([[0], np.cumsum([len(c) for c in rec])]).astype(np.int64)
+    traj.contact_body1 = np.concatenate([c.body1 for c in rec]).astype(np.int64)
+    traj.contact_body2 = np.concatenate([c.body2 for c in rec]).astype(np.int64)
+    traj.contact_position = np.concatenate([c.position for c in rec]).reshape(-1, 3)
+    traj.contact_normal = np.concatenate([c.frame[:, :, 2] for c in rec]).reshape(-1, 3)
+    traj.contact_impulse = np.concatenate([c.world_impulse for c in rec]).reshape(-1, 3)
+    traj.contact_distance = np.concatenate([c.distance for c in rec])

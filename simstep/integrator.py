@@ -102,19 +102,19 @@ def _cross(a, b):
 
 
 @njit(cache=True)
-def _single_body(I, m, c, g_body, F, Mo, w, u, h, out):
+def _single_body(I, Iinv, m, c, g_body, F, Mo, w, u, h, out):
     """Free velocity (out (6,), body axes at q) of one free body: F (3,) N and Mo (3,) N·m the
     non-gravity wrench about the body origin, body axes; g_body (3,) gravity in body axes; c CoM
     and I (3, 3) inertia about it, body frame. Newton–Euler about the CoM with the implicit
     momentum transport for the gyroscopic term, then the origin's world-aligned acceleration
-    a_o = a_c − α × c − ω × (ω × c). Returns False if Newton did not converge."""
+    a_o = a_c − α × c − ω × (ω × c). Iinv = I⁻¹. Returns False if Newton did not converge."""
     ok = True
     Iw = I @ w
     gy = _cross(w, Iw)
     x = w.copy()
     if gy @ gy > 1e-30 * (w @ w) * (Iw @ Iw):
         x, ok = momentum_transport(I, w, h)
-    x = x + h * np.linalg.solve(I, Mo - _cross(c, F))
+    x = x + h * (Iinv @ (Mo - _cross(c, F)))
     dw = x - w
     lin = h * (F / m + g_body) - _cross(dw, c) - h * _cross(w, _cross(w, c))
     for r in range(3):
@@ -124,7 +124,7 @@ def _single_body(I, m, c, g_body, F, Mo, w, u, h, out):
 
 
 @njit(cache=True)
-def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, fext, v, h, vf):
+def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf):
     """Rewrite ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place.
 
     kind[i] = 1 (a free body without children): its whole free velocity from `_single_body`
@@ -132,7 +132,8 @@ def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, f
     origin, oR/op the placements at q); any other free joint: + h ω × v on the linear part
     (world-aligned update); kind[i] = 2 (a spherical joint to the world, no children): the
     implicit momentum transport of ω about the pivot instead of ABA's explicit gyroscopic term.
-    inertia (n, 3, 3) about the CoM (kind 1) or the pivot (kind 2). Returns the number of Newton
+    inertia (n, 3, 3) about the CoM (kind 1) or the pivot (kind 2), inertia_inv their inverses.
+    Returns the number of Newton
     solves that did not converge."""
     fails = 0
     out = np.empty(6)
@@ -143,7 +144,7 @@ def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, f
             f = fext[i, :3]
             F = R.T @ f + tau[iv:iv + 3]
             Mo = R.T @ (fext[i, 3:] - _cross(op[i], f)) + tau[iv + 3:iv + 6]
-            if not _single_body(inertia[i], mass[i], com[i], R.T @ gravity, F, Mo, v[iv + 3:iv + 6],
+            if not _single_body(inertia[i], inertia_inv[i], mass[i], com[i], R.T @ gravity, F, Mo, v[iv + 3:iv + 6],
                                 v[iv:iv + 3], h, out):
                 fails += 1
             vf[iv:iv + 6] = out
@@ -162,7 +163,7 @@ def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, f
             x, ok = momentum_transport(I, w, h)
             fails += not ok
             # replace the explicit term −h I⁻¹ (ω × Iω) that ABA put into vf by x − ω
-            vf[iv:iv + 3] += x - w + h * np.linalg.solve(I, gy)
+            vf[iv:iv + 3] += x - w + h * (inertia_inv[i] @ gy)
     return fails
 
 
@@ -170,7 +171,8 @@ def free_velocity_kernel(jint, kind, inertia, mass, com, gravity, oR, op, tau, f
 def advance_kernel(jint, q, v, h, q_out, v_out):
     """q_out = q ⊕ h v with free joints on SO(3) × R³ (p⁺ = p + h R v_lin, Q⁺ = Q ⊗ exp(h ω)),
     other joints by their exponential map (`joints.joint_integrate`); v_out = v with a free
-    joint's linear part re-expressed in the new body axes, exp(−h ω) v_lin (same world vector)."""
+    joint's linear part re-expressed in the new body axes, exp(−h ω) v_lin (same world vector).
+    Returns whether every entry of q_out and v_out is finite."""
     v_out[:] = v
     for i in range(jint.shape[0]):
         jt, iq, iv, nqi = jint[i, 1], jint[i, 2], jint[i, 3], jint[i, 4]
@@ -187,10 +189,16 @@ def advance_kernel(jint, q, v, h, q_out, v_out):
         q_out[iq + 2] = q[iq + 2] + 2 * (x * z - s * y) * dx + 2 * (y * z + s * x) * dy + (1 - 2 * (x * x + y * y)) * dz
         wx, wy, wz = h * v[iv + 3], h * v[iv + 4], h * v[iv + 5]
         _rotate(-wx, -wy, -wz, v[iv:iv + 3], v_out[iv:iv + 3])
+    acc = 0.0
+    for r in range(q_out.shape[0]):
+        acc += q_out[r]
+    for r in range(v_out.shape[0]):
+        acc += v_out[r]
+    return np.isfinite(acc)      # a sum is finite iff every term is (or an overflow: as bad)
 
 
 def body_kinds(model):
-    """(kind (n,) int, inertia (n, 3, 3)) for `free_velocity_kernel`: 1 for a free body without
+    """(kind (n,) int, inertia (n, 3, 3), its inverse where kind > 0) for `free_velocity_kernel`: 1 for a free body without
     children, 2 for a childless body on a spherical joint to the world (no armature on their
     dofs, positive mass), else 0; inertia about the CoM, or for kind 2 about the pivot,
     I_c + m(|c|²E − c cᵀ)."""
@@ -211,4 +219,7 @@ def body_kinds(model):
             c, m = model.com[i], model.mass[i]
             inertia[i] = inertia[i] + m * ((c @ c) * np.eye(3) - np.outer(c, c))
             kind[i] = 2
-    return kind, np.ascontiguousarray(inertia)
+    inv = np.zeros_like(inertia)
+    for i in np.flatnonzero(kind):
+        inv[i] = np.linalg.inv(inertia[i])
+    return kind, np.ascontiguousarray(inertia), inv

@@ -20,6 +20,7 @@ v_n⁺ ≥ −e v_n⁻. Loop closures and joint limits get the same treatment of
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -85,16 +86,19 @@ def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, fra
 
 
 @njit(cache=True)
-def contact_targets_kernel(phi, vn_pre, e, dt, erp, vmax, threshold, g):
-    """Add to the normal rows of g (3i + 2) the contacts' velocity targets: a gap φ > 0 may
+def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g):
+    """Add to the normal rows of g (3i + 2) the contacts' velocity targets, from the signed
+    distances with the slop band removed (φ = `dead_band`(distance, slop)): a gap φ > 0 may
     close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate erp φ/dt
     but never faster than vmax (m/s; dt-independent, as PhysX's maxDepenetrationVelocity),
     and an approaching contact faster than the threshold that closes within the step gets
     Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
-    for i in range(phi.shape[0]):
-        corr = phi[i] / dt if phi[i] > 0 else max(erp * phi[i] / dt, -vmax)
+    for i in range(distance.shape[0]):
+        d = distance[i]
+        phi = d - slop if d > slop else (d + slop if d < -slop else 0.0)
+        corr = phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
         v = vn_pre[3 * i + 2]
-        if e[i] > 0 and v < -threshold and phi[i] <= -v * dt + 1e-12:
+        if e[i] > 0 and v < -threshold and phi <= -v * dt + 1e-12:
             corr = e[i] * v
         g[3 * i + 2] += corr
 
@@ -245,11 +249,14 @@ class Simulator:
         self.set_actuation(actuation)
         self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
-        self._body_kind, self._body_inertia = body_kinds(self.model)
+        self._body_kind, self._body_inertia, self._body_inertia_inv = body_kinds(self.model)
         self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == 1))
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_tau = np.zeros(self.model.nv)
+        # materials are fixed for the simulator's life: skip the per-step checks when none has them
+        self._any_compliance = bool(np.any(self.detector.shapes.compliance))
+        self._any_restitution = bool(np.any(self.detector.shapes.restitution))
         self._damped = bool(np.any(self.model.damping))
         # per-model constraint bookkeeping, fixed for the simulator's life (not redone per step)
         m = self.model
@@ -555,8 +562,8 @@ class Simulator:
             v_free = np.empty(m.nv)
         else:
             v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
-        free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._mass, self._com, m.gravity, d.oR, d.op,
-                             tau_v, self._fext, v, dt, v_free)
+        free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._body_inertia_inv, self._mass, self._com,
+                             m.gravity, d.oR, d.op, tau_v, self._fext, v, dt, v_free)
         st.time_dynamics = time.perf_counter() - t0
         # 4. constraints and operator
         t0 = time.perf_counter()
@@ -574,7 +581,7 @@ class Simulator:
             g = op.J_apply(v_free)
             self._stabilise(g, op, c, k, extra_err, limit_rows)
             compliance = None
-            if k and np.any(c.compliance):
+            if k and self._any_compliance and c.compliance.any():
                 compliance = np.zeros(mrows)
                 compliance[:3 * k] = np.repeat(c.compliance, 3)
             st.time_operator = time.perf_counter() - t0
@@ -606,8 +613,7 @@ class Simulator:
         # 6. integrate: q⁺ = q ⊕ dt v⁺ (free joints on SO(3) × R³) and v⁺ in the new body axes
         phase[0] = "the integration"
         q_next, v_state = np.empty(m.nq), np.empty(m.nv)
-        advance_kernel(m.jint, q, v_next, dt, q_next, v_state)
-        finite = np.isfinite(v_state.sum() + q_next.sum() + lam.sum())   # a sum is finite iff every term is
+        finite = advance_kernel(m.jint, q, v_next, dt, q_next, v_state) and math.isfinite(lam.sum())
         if finite and self._closure_set is not None:
             phase[0] = "the loop-closure projection"
             q_next = self._project(q_next, st)
@@ -680,12 +686,12 @@ class Simulator:
         dt, erp, vmax = self.dt, self.erp, self.max_depenetration_velocity
         if k:      # contact velocities before the step (only needed for restitution), then the targets
             e = c.restitution
-            if np.any(e):
+            if self._any_restitution and e.any():
                 v_pre = op.J_apply(self.v)
                 e = e * _isolated_pairs(c.body1, c.body2)
             else:
                 v_pre = g
-            contact_targets_kernel(dead_band(c.distance, self.contact_slop), v_pre, e, dt, erp, vmax,
+            contact_targets_kernel(c.distance, self.contact_slop, v_pre, e, dt, erp, vmax,
                                    self.restitution_threshold, g)
         row = 3 * k
         for e in extra_err:

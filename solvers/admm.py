@@ -679,12 +679,12 @@ class ADMMSolver:
         L_scaled = self._scaled_eig[1] if self._scaled_eig[0] == (L, m) else 0.0
 
         dense, geo, fac, ws, dn = _kernel_operator(op, m)
-        use_x0 = bool(st.warm_start and x0 is not None and np.asarray(x0).any())
+        use_x0 = bool(st.warm_start and x0 is not None)
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
         ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record, st.polish, st.eig_iters], np.int64)
-        tol = st.eps_abs + st.eps_rel * float(np.abs(g).max())
+        tol = st.eps_abs + (st.eps_rel * float(np.abs(g).max()) if st.eps_rel > 0 else 0.0)
         fp = np.array([st.tau, st.mu_prox, tol, st.ratio_primal_dual, self.rho_power, st.rho_power_factor, L, mm,
                        st.relaxation, st.scaling, L_scaled])
         lam, sigma = np.empty(m), np.empty(m)

@@ -138,7 +138,7 @@ def test_spherical_joint_to_the_world_transports_the_pivot_momentum():
     mb = models.ModelBuilder(gravity=(0, 0, 0))
     mb.add_body("top", -1, SPHERICAL, mass=1.5, com=(0.02, -0.01, 0.3), inertia=np.diag([0.01, 0.02, 0.03]))
     m = mb.build()
-    kind, inertia = body_kinds(m)
+    kind, inertia, inertia_inv = body_kinds(m)
     assert kind[0] == 2
     c = m.com[0]
     Io = m.inertia[0] + m.mass[0] * ((c @ c) * np.eye(3) - np.outer(c, c))
@@ -147,7 +147,7 @@ def test_spherical_joint_to_the_world_transports_the_pivot_momentum():
     w, h = np.array([3.0, 20.0, -7.0]), 1e-2
     vf = w + h * d.free_acceleration(w, np.zeros(3), np.zeros((1, 6)), np.empty(3))
     assert vf @ Io @ vf > w @ Io @ w          # the explicit step gains energy
-    free_velocity_kernel(m.jint, kind, inertia, np.ascontiguousarray(m.mass), np.ascontiguousarray(m.com),
+    free_velocity_kernel(m.jint, kind, inertia, inertia_inv, np.ascontiguousarray(m.mass), np.ascontiguousarray(m.com),
                          m.gravity, d.oR, d.op, np.zeros(3), np.zeros((1, 6)), w, h, vf)
     th = np.linalg.norm(h * vf)
     K = np.array([[0, -vf[2], vf[1]], [vf[2], 0, -vf[0]], [-vf[1], vf[0], 0]]) * h / th

@@ -89,6 +89,7 @@ SCENES = {
     "square_unit": (lambda: box_scene("square", 4, 0.5), 2.0, "30-box square pyramid, unit boxes"),
     "stack": (lambda: box_scene("stack", 30, 0.1), 2.0, "30-box vertical stack"),
     "g1_lying": (lambda: (g1_world(), "g1"), 3.0, "G1 lying on the floor after a fall"),
+    "g1_falling": (lambda: (g1_world(), "g1"), 0.3, "G1 falling (transient: 0.3 s after release, then the steps)"),
     "robots_on_pyramid": (lambda: (scenes.pyramid_with_robots(), None), 3.0, "three G1 on the 30-box pyramid"),
 }
 

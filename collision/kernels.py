@@ -1160,8 +1160,69 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
     return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
 
 
+@njit(**_NONRT_INLINE)
+def support_height(kind, g, gsize, gR, gp, cverts, coff, d0, d1, d2):
+    """max over geometry g of x · d (m, d need not be unit) for the kinds with a closed-form
+    support (sphere, capsule, cylinder, box) and convex hulls (a scan of the vertices); nan for
+    a plane (unbounded)."""
+    c = gp[g, 0] * d0 + gp[g, 1] * d1 + gp[g, 2] * d2
+    dn = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if kind == SPHERE:
+        return c + gsize[g, 0] * dn
+    if kind == CAPSULE or kind == CYLINDER:
+        r, h = gsize[g, 0], gsize[g, 1]
+        du = gR[g, 0, 2] * d0 + gR[g, 1, 2] * d1 + gR[g, 2, 2] * d2
+        if kind == CAPSULE:
+            return c + h * abs(du) + r * dn
+        return c + h * abs(du) + r * np.sqrt(max(dn * dn - du * du, 0.0))
+    if kind == BOX:
+        t = 0.0
+        for j in range(3):
+            t += gsize[g, j] * abs(gR[g, 0, j] * d0 + gR[g, 1, j] * d1 + gR[g, 2, j] * d2)
+        return c + t
+    if kind == CONVEX:
+        l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2      # d in the geometry frame
+        l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2
+        l2 = gR[g, 0, 2] * d0 + gR[g, 1, 2] * d1 + gR[g, 2, 2] * d2
+        best = -np.inf
+        for i in range(coff[g], coff[g + 1]):
+            best = max(best, cverts[i, 0] * l0 + cverts[i, 1] * l1 + cverts[i, 2] * l2)
+        return c + best
+    return np.nan
+
+
+@njit(**_NONRT_INLINE)
+def _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin, d0, d1, d2):
+    """True if direction d separates geometry a (below) from b (above) by more than margin."""
+    dn = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if dn < 1e-9:
+        return False
+    ha = support_height(gkind[a], a, gsize, gR, gp, cverts, coff, d0, d1, d2)
+    hb = support_height(gkind[b], b, gsize, gR, gp, cverts, coff, -d0, -d1, -d2)   # −min over b of x·d
+    return ha + hb < -margin * dn       # nan (a plane) compares False
+
+
+@njit(**_NONRT_INLINE)
+def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, margin):
+    """True if the axis between the two geometries' origins, or between their bounding-box
+    centres (lc, local), separates them by more than margin (max over a of x·d < min over b of
+    x·d − margin |d|): a proof of no contact within the margin, so the pair can skip the
+    library's narrow phase. False when neither axis proves it."""
+    if _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin,
+                        gp[b, 0] - gp[a, 0], gp[b, 1] - gp[a, 1], gp[b, 2] - gp[a, 2]):
+        return True
+    d0 = gp[b, 0] - gp[a, 0]
+    d1 = gp[b, 1] - gp[a, 1]
+    d2 = gp[b, 2] - gp[a, 2]
+    for j in range(3):
+        d0 += gR[b, 0, j] * lc[b, j] - gR[a, 0, j] * lc[a, j]
+        d1 += gR[b, 1, j] * lc[b, j] - gR[a, 1, j] * lc[a, j]
+        d2 += gR[b, 2, j] * lc[b, j] - gR[a, 2, j] * lc[a, j]
+    return _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin, d0, d1, d2)
+
+
 @njit(**_NONRT)
-def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, cverts, coff,
+def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc, cverts, coff,
                  native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, V, PA, PB, FA, FB,
                  ws, keep):
     """Native narrow phase of the candidate pairs from index pi on, contacts appended from
@@ -1173,8 +1234,9 @@ def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR,
         a, b = pairs[pi, 0], pairs[pi, 1]
         ka, kb = gkind[a], gkind[b]
         if native_ok[ka, kb] == 0:
-            lib_pairs[nlib] = pi
-            nlib += 1
+            if not separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, margin):
+                lib_pairs[nlib] = pi      # the library's narrow phase (culled when the centres' axis separates)
+                nlib += 1
             pi += 1
             continue
         if (ka == SPHERE and kb == BOX) or (ka == BOX and kb == SPHERE):
@@ -1242,8 +1304,8 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     k = 0
     pi = 0
     while True:
-        pi, nlib, k = _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, cverts,
-                                   coff, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+        pi, nlib, k = _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc,
+                                   cverts, coff, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
                                    V, PA, PB, FA, FB, ws, keep)
         if pi >= npairs:
             break

@@ -307,3 +307,80 @@ def test_q_checked_in_kernel():
             det.detect(q)
     c1 = det.detect(w.q0)
     assert np.array_equal(c0.position, c1.position) and np.array_equal(c0.key, c1.key)
+
+
+def _primitive_points(kind, size, R, p, n=4000, rng=None):
+    """Dense surface samples (world) of a sphere, capsule, cylinder or box, for brute-force
+    support heights (their maximum along d is within a few 1e-6 of the exact one)."""
+    rng = rng or np.random.default_rng(0)
+    u = rng.normal(size=(n, 3))
+    u /= np.linalg.norm(u, axis=1)[:, None]
+    r, h = size[0], size[1]
+    if kind == K.SPHERE:
+        x = r * u
+    elif kind == K.CAPSULE:
+        x = r * u + np.where(u[:, 2:3] > 0, 1.0, -1.0) * np.array([0, 0, h])
+    elif kind == K.CYLINDER:
+        th = np.linspace(0, 2 * np.pi, n, endpoint=False)
+        x = np.concatenate([np.c_[r * np.cos(th), r * np.sin(th), np.full(n, h)],
+                            np.c_[r * np.cos(th), r * np.sin(th), np.full(n, -h)]])
+    else:
+        x = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * size[:3]
+    return x @ R.T + p
+
+
+@pytest.mark.parametrize("kind", ["sphere", "capsule", "cylinder", "box", "mesh"])
+def test_support_height_against_brute_force(kind, mesh_path):
+    rng = np.random.default_rng(3)
+    code = {"sphere": K.SPHERE, "capsule": K.CAPSULE, "cylinder": K.CYLINDER, "box": K.BOX, "mesh": K.CONVEX}[kind]
+    size = np.array([[0.05, 0.12, 0.03, 0.0]])
+    verts, _ = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
+    coff = np.array([0, len(verts) if code == K.CONVEX else 0])
+    for _ in range(10):
+        gR, gp = rotm(rng.normal(size=3))[None].copy(), rng.normal(size=(1, 3))
+        pts = verts @ gR[0].T + gp[0] if code == K.CONVEX else _primitive_points(code, size[0], gR[0], gp[0], rng=rng)
+        for d in rng.normal(size=(10, 3)) * rng.uniform(0.1, 3.0):
+            h = K.support_height(code, 0, size, gR, gp, verts, coff, d[0], d[1], d[2])
+            brute = (pts @ d).max()
+            # never below the surface's maximum (the cull's safety), and above it only by the
+            # sampling's resolution (random points on the spheres' caps: ~5e-3 r |d|)
+            assert h >= brute - 1e-12
+            slack = {K.CONVEX: 1e-12, K.BOX: 1e-12, K.CYLINDER: 1e-7}.get(code, 5e-3 * 0.05 * np.linalg.norm(d))
+            assert h <= brute + slack
+
+
+def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
+    """Random poses of two convex hulls (and a hull with a box): whenever the cull says
+    'separated', coal's distance is above the margin; and it culls most far pairs."""
+    import coal
+    verts, tris = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
+    cv = np.concatenate([verts, verts * [0.6, 1.3, 0.8]])
+    coff = np.array([0, len(verts), 2 * len(verts), 2 * len(verts)])
+    gkind = np.array([K.CONVEX, K.CONVEX, K.BOX])
+    gsize = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0.04, 0.09, 0.02, 0]], float)
+    lc = np.array([verts.mean(0) + 0.02, (verts * [0.6, 1.3, 0.8]).mean(0), np.zeros(3)])
+    def shape(g):
+        if gkind[g] == K.BOX:
+            return coal.Box(*(2 * gsize[g, :3]))
+        pts = coal.StdVec_Vec3s()
+        pts.extend(list(cv[coff[g]:coff[g + 1]]))
+        tt = coal.StdVec_Triangle()
+        tt.extend([coal.Triangle(int(i), int(j), int(k)) for i, j, k in tris])   # scaling keeps the hull's faces
+        return coal.Convex(pts, tt)
+    shapes = [shape(g) for g in range(3)]
+    rng = np.random.default_rng(5)
+    margin = 2e-3
+    culled = far = 0
+    for _ in range(400):
+        gR = np.array([rotm(rng.normal(size=3)) for _ in range(3)])
+        gp = rng.normal(size=(3, 3)) * 0.12
+        for a, b in ((0, 1), (0, 2)):
+            cut = K.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, margin)
+            req, res = coal.DistanceRequest(), coal.DistanceResult()
+            dist = coal.distance(shapes[a], coal.Transform3s(gR[a], gp[a]), shapes[b],
+                                 coal.Transform3s(gR[b], gp[b]), req, res)
+            if cut:
+                assert dist > margin - 1e-9
+                culled += 1
+            far += dist > 0.02
+    assert culled >= 0.6 * far

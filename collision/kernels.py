@@ -1208,12 +1208,11 @@ def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, margin
     centres (lc, local), separates them by more than margin (max over a of x·d < min over b of
     x·d − margin |d|): a proof of no contact within the margin, so the pair can skip the
     library's narrow phase. False when neither axis proves it."""
-    if _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin,
-                        gp[b, 0] - gp[a, 0], gp[b, 1] - gp[a, 1], gp[b, 2] - gp[a, 2]):
-        return True
     d0 = gp[b, 0] - gp[a, 0]
     d1 = gp[b, 1] - gp[a, 1]
     d2 = gp[b, 2] - gp[a, 2]
+    if _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin, d0, d1, d2):
+        return True
     for j in range(3):
         d0 += gR[b, 0, j] * lc[b, j] - gR[a, 0, j] * lc[a, j]
         d1 += gR[b, 1, j] * lc[b, j] - gR[a, 1, j] * lc[a, j]

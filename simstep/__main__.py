@@ -173,8 +173,8 @@ def run(args):
                                   np.concatenate([[0], nc]), sim.dt, tuple(world.model.body_names),
                                   tuple(world.model.joint_names))
     if args.save:
-        from simstep.simulator import _attach_contacts
-        _attach_contacts(traj, contacts[:steps + 1])
+        from simstep.results import attach_contacts
+        attach_contacts(traj, contacts[:steps + 1])
         traj.save(args.save)
         print(f"wrote {args.save} (simstep.load_trajectory reads it)")
     if args.html:

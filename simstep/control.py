@@ -87,26 +87,3 @@ class JointPD:
 
     def __call__(self, sim):
         return self.torque(sim.t, sim.q, sim.v)
-
-    def update(self, targets=None, velocities=None, kp=None, kd=None):
-        """Change targets, velocity targets or gains of some of the joints (dicts {joint: value}
-        with names as accepted at construction); everything is checked before anything changes."""
-        idx = {j: i for i, j in enumerate(self.joints)}
-        new = {}
-        for what, d in (("q_target", targets), ("v_target", velocities), ("kp", kp), ("kd", kd)):
-            if d is None:
-                continue
-            if not isinstance(d, dict):
-                raise TypeError(f"{what}: give a dict {{joint: value}}, got {d!r}")
-            arr = getattr(self, what).copy()
-            for j, x in d.items():
-                name = self.model.joint_name(j)
-                if name not in idx:
-                    raise KeyError(f"joint '{j}' has no PD target; set_targets it with gains first")
-                x = float(x)
-                if not np.isfinite(x) or (what in ("kp", "kd") and x < 0):
-                    raise ValueError(f"{what} of '{j}' must be finite{' and ≥ 0' if what in ('kp', 'kd') else ''}, got {x}")
-                arr[idx[name]] = x
-            new[what] = arr
-        for what, arr in new.items():
-            setattr(self, what, arr)

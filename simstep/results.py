@@ -185,6 +185,17 @@ class Trajectory:
         return path
 
 
+def attach_contacts(traj, rec):
+    """Store a list of `StepContacts` (one per trajectory row) flat in the trajectory's arrays."""
+    traj.contact_ptr = np.concatenate([[0], np.cumsum([len(c) for c in rec])]).astype(np.int64)
+    traj.contact_body1 = np.concatenate([c.body1 for c in rec]).astype(np.int64)
+    traj.contact_body2 = np.concatenate([c.body2 for c in rec]).astype(np.int64)
+    traj.contact_position = np.concatenate([c.position for c in rec]).reshape(-1, 3)
+    traj.contact_normal = np.concatenate([c.normal for c in rec]).reshape(-1, 3)
+    traj.contact_impulse = np.concatenate([c.world_impulse for c in rec]).reshape(-1, 3)
+    traj.contact_distance = np.concatenate([c.distance for c in rec])
+
+
 _REQUIRED = ("format", "t", "q", "v")
 
 

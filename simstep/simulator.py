@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -38,7 +37,7 @@ from solvers.pgs import PGSSolver
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .integrator import advance_kernel, body_kinds, free_velocity_kernel
 from .projection import project_loop_closures
-from .results import StepContacts, StepStats, Trajectory
+from .results import StepContacts, StepStats, Trajectory, attach_contacts
 from .world import World, matrix_to_quat
 
 
@@ -85,6 +84,15 @@ def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, fra
     return hit
 
 
+@njit(cache=True, inline="always")
+def dead_band(phi, slop):
+    """A signed distance (m; a joint's gap in rad or m) with the slop band [−slop, slop] removed:
+    resting contacts inside the band get the velocity target 0 exactly, so the targets of a
+    redundant contact set (four corners of a face) stay consistent with a rigid motion;
+    distances beyond it keep their speculative or push-out targets, shifted by the band."""
+    return phi - slop if phi > slop else (phi + slop if phi < -slop else 0.0)
+
+
 @njit(cache=True)
 def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g):
     """Add to the normal rows of g (3i + 2) the contacts' velocity targets, from the signed
@@ -94,21 +102,12 @@ def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, 
     and an approaching contact faster than the threshold that closes within the step gets
     Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
     for i in range(distance.shape[0]):
-        d = distance[i]
-        phi = d - slop if d > slop else (d + slop if d < -slop else 0.0)
+        phi = dead_band(distance[i], slop)
         corr = phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
         v = vn_pre[3 * i + 2]
         if e[i] > 0 and v < -threshold and phi <= -v * dt + 1e-12:
             corr = e[i] * v
         g[3 * i + 2] += corr
-
-
-def dead_band(phi, slop):
-    """Signed distances with the slop band [−slop, slop] removed (m): resting contacts inside
-    the band get the velocity target 0 exactly, so the targets of a redundant contact set
-    (four corners of a face) stay consistent with a rigid motion; distances beyond it keep
-    their speculative or push-out targets, shifted by the band."""
-    return np.sign(phi) * np.maximum(np.abs(phi) - slop, 0.0) if slop > 0 else phi
 
 
 def _isolated_pairs(body1, body2):
@@ -789,16 +788,5 @@ class Simulator:
             return None
         traj = Trajectory(T, Q, V, its, ncs, self.dt, tuple(self.model.body_names), tuple(self.model.joint_names))
         if rec is not None:
-            _attach_contacts(traj, rec)
+            attach_contacts(traj, rec)
         return traj
-
-
-def _attach_contacts(traj, rec):
-    """Flatten a list of `StepContacts` (one per trajectory row) into the trajectory's arrays."""
-    traj.contact_ptr = np.concatenate([[0], np.cumsum([len(c) for c in rec])]).astype(np.int64)
-    traj.contact_body1 = np.concatenate([c.body1 for c in rec]).astype(np.int64)
-    traj.contact_body2 = np.concatenate([c.body2 for c in rec]).astype(np.int64)
-    traj.contact_position = np.concatenate([c.position for c in rec]).reshape(-1, 3)
-    traj.contact_normal = np.concatenate([c.frame[:, :, 2] for c in rec]).reshape(-1, 3)
-    traj.contact_impulse = np.concatenate([c.world_impulse for c in rec]).reshape(-1, 3)
-    traj.contact_distance = np.concatenate([c.distance for c in rec])

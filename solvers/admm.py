@@ -56,7 +56,7 @@ from models.jitcache import drop_stale_cache
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
-from .cones import CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
+from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
 from .scaling import delassus_diagonal_kernel
 from . import scaling as _scaling
@@ -188,12 +188,13 @@ def _op_factor(dense, geo, fac, dn, dscal, dvec, vec):
 
 
 @njit(cache=True)
-def _refactor(dense, geo, fac, dn, Rc, has_rc, d, dvec):
-    """Damping μ_prox + τρ (+ R_c) into the operator and refactor."""
-    if has_rc:
+def _refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
+    """Damping (μ_prox + τρ) I in the iteration's variables and refactor: d on G (+ R_c), or on
+    the scaled G̃ = S G S, d S⁻² (+ R_c) on G (`scale_kernel`)."""
+    if scaled or has_rc:
         for r in range(dvec.shape[0]):
-            dvec[r] = Rc[r] + d
-    _op_factor(dense, geo, fac, dn, d, dvec, has_rc)
+            dvec[r] = (d / (sc[r] * sc[r]) if scaled else d) + (Rc[r] if has_rc else 0.0)
+    _op_factor(dense, geo, fac, dn, d, dvec, scaled or has_rc)
 
 
 @njit(cache=True)
@@ -296,20 +297,12 @@ def _scaled_max_eigenvalue(dense, geo, ws, dn, sc, iters):
 
 @njit(cache=True)
 def _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, b, out):
-    """out = (G̃ + D̃)⁻¹ rhs for G̃ = S G S, through the operator's (G + S⁻¹ D̃ S⁻¹)⁻¹ (`_refactor_scaled`)."""
+    """out = (G̃ + D̃)⁻¹ rhs for G̃ = S G S, through the operator's (G + S⁻¹ D̃ S⁻¹)⁻¹ (`_refactor`)."""
     for r in range(rhs.shape[0]):
         b[r] = rhs[r] / sc[r]
     _op_solve(dense, geo, fac, ws, dn, b, out)
     for r in range(rhs.shape[0]):
         out[r] /= sc[r]
-
-
-@njit(cache=True)
-def _refactor_scaled(dense, geo, fac, dn, Rc, has_rc, d, sc, dvec):
-    """Damping (μ_prox + τρ) I in the scaled variables, i.e. (μ_prox + τρ) S⁻² (+ R_c) on G, and refactor."""
-    for r in range(dvec.shape[0]):
-        dvec[r] = d / (sc[r] * sc[r]) + (Rc[r] if has_rc else 0.0)
-    _op_factor(dense, geo, fac, dn, d, dvec, True)
 
 
 @njit(cache=True)
@@ -452,7 +445,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
         g_s = g * sc
         param_s = param.copy()
         for b in range(kind.shape[0]):
-            if kind[b] != CONE and kind[b] != FREE and kind[b] != ORTHANT:     # box: |λ̃| ≤ f / s
+            if kind[b] == BOX:      # |λ̃| ≤ f / s
                 param_s[b] = param[b] / sc[start[b]]
         if not L_scaled > 0.0:
             L_scaled = _scaled_max_eigenvalue(dense, geo, ws, dn, sc, eig_iters)
@@ -471,10 +464,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
         s[:] = 0.0
     trho = tau * rho
     dvec = np.empty(m)
-    if scaled:
-        _refactor_scaled(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, dvec)
-    else:
-        _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
+    _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
     rhs = np.empty(m)
     for r in range(m):
         rhs[r] = -(g_s[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
@@ -527,10 +517,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
                 return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish, L
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
-            if scaled:                                      # back to the ADMM's damping
-                _refactor_scaled(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, dvec)
-            else:
-                _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
+            _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
         x_prev[:] = xn
         # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the
         # residuals relative to their scales, ρ ← ρ √(r̂_p / r̂_d); spectral: ρ (L/m)^±factor
@@ -548,10 +535,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             for r in range(m):
                 rhs[r] += (new_trho - trho) * y[r]      # rhs depends on τρ through τρ y
             trho = new_trho
-            if scaled:
-                _refactor_scaled(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, dvec)
-            else:
-                _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, dvec)
+            _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
             n_updates += 1
     for r in range(m):
         yp[r] = sc[r] * y[r]

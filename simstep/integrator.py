@@ -98,27 +98,53 @@ def momentum_transport(I, w, h, max_iter=50):
 
 @njit(cache=True, inline="always")
 def _cross(a, b):
-    return np.array((a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]))
+    """a × b of two 3-tuples (a tuple: no allocation)."""
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(cache=True, inline="always")
+def _mul(A, x):
+    """A x for A (3, 3) and a 3-tuple x."""
+    return (A[0, 0] * x[0] + A[0, 1] * x[1] + A[0, 2] * x[2], A[1, 0] * x[0] + A[1, 1] * x[1] + A[1, 2] * x[2],
+            A[2, 0] * x[0] + A[2, 1] * x[1] + A[2, 2] * x[2])
+
+
+@njit(cache=True, inline="always")
+def _tmul(A, x):
+    """Aᵀ x for A (3, 3) and a 3-tuple x."""
+    return (A[0, 0] * x[0] + A[1, 0] * x[1] + A[2, 0] * x[2], A[0, 1] * x[0] + A[1, 1] * x[1] + A[2, 1] * x[2],
+            A[0, 2] * x[0] + A[1, 2] * x[1] + A[2, 2] * x[2])
+
+
+@njit(cache=True, inline="always")
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 @njit(cache=True)
 def _single_body(I, Iinv, m, c, g_body, F, Mo, w, u, h, out):
-    """Free velocity (out (6,), body axes at q) of one free body: F (3,) N and Mo (3,) N·m the
-    non-gravity wrench about the body origin, body axes; g_body (3,) gravity in body axes; c CoM
-    and I (3, 3) inertia about it, body frame. Newton–Euler about the CoM with the implicit
-    momentum transport for the gyroscopic term, then the origin's world-aligned acceleration
+    """Free velocity (out (6,), body axes at q) of one free body: F and Mo (3-tuples, N and N·m)
+    the non-gravity wrench about the body origin, body axes; g_body (3-tuple) gravity in body
+    axes; c (3,) CoM and I (3, 3) inertia about it, body frame; w, u (3-tuples) the angular and
+    linear velocity. Newton–Euler about the CoM with the implicit momentum transport for the
+    gyroscopic term, then the origin's world-aligned acceleration
     a_o = a_c − α × c − ω × (ω × c). Iinv = I⁻¹. Returns False if Newton did not converge."""
     ok = True
-    Iw = I @ w
+    Iw = _mul(I, w)
     gy = _cross(w, Iw)
-    x = w.copy()
-    if gy @ gy > 1e-30 * (w @ w) * (Iw @ Iw):
-        x, ok = momentum_transport(I, w, h)
-    x = x + h * (Iinv @ (Mo - _cross(c, F)))
-    dw = x - w
-    lin = h * (F / m + g_body) - _cross(dw, c) - h * _cross(w, _cross(w, c))
+    x = w
+    if _dot(gy, gy) > 1e-30 * _dot(w, w) * _dot(Iw, Iw):
+        xa, ok = momentum_transport(I, np.array(w), h)
+        x = (xa[0], xa[1], xa[2])
+    cc = (c[0], c[1], c[2])
+    cf = _cross(cc, F)
+    da = _mul(Iinv, (Mo[0] - cf[0], Mo[1] - cf[1], Mo[2] - cf[2]))
+    x = (x[0] + h * da[0], x[1] + h * da[1], x[2] + h * da[2])
+    dw = (x[0] - w[0], x[1] - w[1], x[2] - w[2])
+    a1 = _cross(dw, cc)
+    a2 = _cross(w, _cross(w, cc))
     for r in range(3):
-        out[r] = u[r] + lin[r]
+        out[r] = u[r] + h * (F[r] / m + g_body[r]) - a1[r] - h * a2[r]
         out[3 + r] = x[r]
     return ok
 
@@ -133,19 +159,22 @@ def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, o
     (world-aligned update); kind[i] = 2 (a spherical joint to the world, no children): the
     implicit momentum transport of ω about the pivot instead of ABA's explicit gyroscopic term.
     inertia (n, 3, 3) about the CoM (kind 1) or the pivot (kind 2), inertia_inv their inverses.
-    Returns the number of Newton
-    solves that did not converge."""
+    Returns the number of Newton solves that did not converge."""
     fails = 0
     out = np.empty(6)
+    grav = (gravity[0], gravity[1], gravity[2])
     for i in range(jint.shape[0]):
         jt, iv = jint[i, 1], jint[i, 3]
         if kind[i] == 1:
             R = oR[i]
-            f = fext[i, :3]
-            F = R.T @ f + tau[iv:iv + 3]
-            Mo = R.T @ (fext[i, 3:] - _cross(op[i], f)) + tau[iv + 3:iv + 6]
-            if not _single_body(inertia[i], inertia_inv[i], mass[i], com[i], R.T @ gravity, F, Mo, v[iv + 3:iv + 6],
-                                v[iv:iv + 3], h, out):
+            f = (fext[i, 0], fext[i, 1], fext[i, 2])
+            pf = _cross((op[i, 0], op[i, 1], op[i, 2]), f)
+            F = _tmul(R, f)
+            M = _tmul(R, (fext[i, 3] - pf[0], fext[i, 4] - pf[1], fext[i, 5] - pf[2]))
+            F = (F[0] + tau[iv], F[1] + tau[iv + 1], F[2] + tau[iv + 2])
+            M = (M[0] + tau[iv + 3], M[1] + tau[iv + 4], M[2] + tau[iv + 5])
+            if not _single_body(inertia[i], inertia_inv[i], mass[i], com[i], _tmul(R, grav), F, M,
+                                (v[iv + 3], v[iv + 4], v[iv + 5]), (v[iv], v[iv + 1], v[iv + 2]), h, out):
                 fails += 1
             vf[iv:iv + 6] = out
         elif jt == FREE:
@@ -156,14 +185,17 @@ def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, o
             vf[iv + 2] += h * (wx * uy - wy * ux)
         elif kind[i] == 2:
             I = inertia[i]
-            w = v[iv:iv + 3].copy()
-            gy = _cross(w, I @ w)
-            if gy @ gy <= 1e-30 * (w @ w) * ((I @ w) @ (I @ w)):
+            w = (v[iv], v[iv + 1], v[iv + 2])
+            Iw = _mul(I, w)
+            gy = _cross(w, Iw)
+            if _dot(gy, gy) <= 1e-30 * _dot(w, w) * _dot(Iw, Iw):
                 continue      # ω along a principal axis (or isotropic body): no gyroscopic term
-            x, ok = momentum_transport(I, w, h)
+            x, ok = momentum_transport(I, np.array(w), h)
             fails += not ok
             # replace the explicit term −h I⁻¹ (ω × Iω) that ABA put into vf by x − ω
-            vf[iv:iv + 3] += x - w + h * (inertia_inv[i] @ gy)
+            e = _mul(inertia_inv[i], gy)
+            for r in range(3):
+                vf[iv + r] += x[r] - w[r] + h * e[r]
     return fails
 
 

@@ -276,6 +276,7 @@ class Simulator:
         self._warm_tail = None
         self._eig = None
         self._tail = None
+        self._last_set = None    # (tail, contact keys, ConstraintSet, ConeSet) of the last step with contacts
         self._op = None          # last step's operator (its arrays are reused by the next one)
         self.stats = StepStats()
         self._prev = None          # (q, v) at the last step's start, for `imu`
@@ -573,7 +574,12 @@ class Simulator:
         lam = np.zeros(mrows)
         if mrows:
             Op = MatrixFreeDelassus if self.operator == "matrix_free" else DenseDelassus
-            op = Op(m, q, cs, data=d) if Op is DenseDelassus else Op(m, q, cs, data=d, reuse=self._op)
+            if Op is DenseDelassus:
+                op = Op(m, q, cs, data=d)
+            elif self._op is not None and self._op.cs is cs:     # the same set, refreshed at q
+                op = self._op.refresh(d)
+            else:
+                op = Op(m, q, cs, data=d, reuse=self._op)
             self._op = op
             if op.m != mrows:
                 raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {mrows}")
@@ -677,8 +683,15 @@ class Simulator:
         tail, tail_cones = self._tail[1], self._tail[2]
         if not k:
             return tail, tail_cones, extra_err, limit_rows
+        last = self._last_set
+        if last is not None and last[0] is tail and np.array_equal(last[1], c.key):
+            # the same contacts (keys fix the geometry pairs, so bodies and friction) in the
+            # same order: the set's points are refreshed in place and its cached graph kept
+            return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_rows
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
-        return cs, ConeSet.with_contacts(c.friction, tail_cones), extra_err, limit_rows
+        cones = ConeSet.with_contacts(c.friction, tail_cones)
+        self._last_set = (tail, c.key, cs, cones)
+        return cs, cones, extra_err, limit_rows
 
     def _stabilise(self, g, op, c, k, extra_err, limit_rows):
         """Add position correction, speculative distance and restitution targets to g in place."""

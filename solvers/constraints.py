@@ -316,9 +316,25 @@ class ConstraintSet:
                              self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg, self.joint_friction_max,
                              self.row_block, self.row_kind)
         self._graph_key = None
+        self._tail_set = tail
         # (gen, crow, cbody, cf) of `contact_arrays`: the contacts are the first k blocks
         gen = tail.contact_arrays()[0] + 3 * k
         self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
+        return self
+
+    def refresh_contacts(self, position, frame):
+        """The same contacts (bodies, friction, order) at new points (k, 3) and frames (k, 3, 3):
+        the rows' data is rewritten in place, so the coupling pairs, graph key and elimination
+        structure cached on this set stay valid (a simulator step whose contact keys did not
+        change). Only for a set built by `with_contacts`."""
+        tail, c0 = self._tail_set, self.constraints[0]
+        if position.shape != c0.position.shape or frame.shape != c0.frame.shape:
+            raise ValueError("refresh_contacts: the number of contacts changed")
+        c0.position, c0.frame = position, frame
+        with_contacts_kernel(c0.body1, c0.body2, position, frame, tail.cb_kind, tail.cb_row, tail.cb_nrows,
+                             tail.cb_body, tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, self.cb_kind,
+                             self.cb_row, self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg,
+                             self.joint_friction_max, self.row_block, self.row_kind)
         return self
 
     @property

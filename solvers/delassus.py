@@ -171,6 +171,23 @@ class MatrixFreeDelassus(_Rows):
         if damping is not None:
             self.update_damping(damping)
 
+    def refresh(self, data):
+        """This operator at a new configuration, for the same constraint set object (its contact
+        points refreshed in place, `ConstraintSet.refresh_contacts`): `data` computed at the new
+        q, rows K recomputed in place, factors marked stale (`update_damping` again before
+        `solve`). The elimination order, factor storage and workspaces are kept: the per-step
+        path of a simulator whose contact set did not change."""
+        if data.model is not self.model:
+            raise ValueError("data was created for another model")
+        cs = self.cs
+        self.data, self._aba = data, True
+        rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, data.oR, data.op,
+                    self.la, self.lb, self.kA, self.kB, False)
+        if self._fac is not None:
+            self._fac[11][0] = 0         # the unit sums Σ KᵀK belong to the old q
+        self._factored = False
+        return self
+
     def _work(self):
         """Workspaces of the sweeps (fext, tau, qdd, acc, pA, g, w, y; allocated on first use)."""
         if self._ws is None:

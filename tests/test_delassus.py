@@ -528,3 +528,38 @@ def test_reuse_takes_over_storage_and_matches_a_fresh_operator():
     assert rel(new.solve(b), X.solve(3e-3, b)) <= TOL
     with pytest.raises(RuntimeError):
         old.solve(b)
+
+
+def test_refresh_at_a_new_configuration_matches_the_dense_oracle():
+    """`refresh` (the simulator's path when the contact set did not change): the same
+    constraint set object, its contact points moved in place (`refresh_contacts`), loop-closure
+    and joint rows recomputed from the new placements; G and the damped solve then equal the
+    dense oracle's at the new q, and no storage is reallocated."""
+    rng = np.random.default_rng(21)
+    model = random_forest(rng, 10, nroots=2, kinds=(REVOLUTE, PRISMATIC))
+    q0, q1 = model.random_configuration(rng), model.random_configuration(rng)
+    pl = lambda: (rng.normal(size=3) * 0.2, rot(rng))
+    tail_cons = [LoopClosure(3, pl(), 8, pl(), "point"), LoopClosure("world", pl(), 6, pl(), "weld"),
+                 JointLimit(model.joint_names[2], "lower")]
+    tail = ConstraintSet(model, tail_cons)
+    contacts = random_contacts(rng, model, q0, 4, 3)
+    b1 = np.array([c.body1 for c in contacts]); b2 = np.array([c.body2 for c in contacts])
+    frames0 = np.array([c.frame for c in contacts]); mu = np.full(len(contacts), 0.5)
+    pos0 = np.array([c.position for c in contacts])
+    cs = ConstraintSet.with_contacts(tail, b1, b2, pos0, frames0, mu)
+    op = MatrixFreeDelassus(model, q0, cs, damping=1e-2)
+    fac, ws = op.kernel_state()[1:]
+    pos1 = pos0 + rng.normal(size=pos0.shape) * 0.05
+    frames1 = np.array([rot(rng) for _ in contacts])
+    cs.refresh_contacts(pos1, frames1)
+    d1 = models.Data(model).compute(q1)
+    assert op.refresh(d1) is op
+    with pytest.raises(RuntimeError):
+        op.solve(np.ones(op.m))                      # factors of the old q are stale
+    op.update_damping(3e-3)
+    assert op.kernel_state()[1][2] is fac[2] and op.kernel_state()[2] is ws
+    moved = [Contact(int(a), int(b), p, R, 0.5) for a, b, p, R in zip(b1, b2, pos1, frames1)] + tail_cons
+    J, M, X, G = oracle(model, q1, moved)
+    assert rel(G_of(op), G) <= TOL
+    b = rng.normal(size=op.m)
+    assert rel(op.solve(b), X.solve(3e-3, b)) <= TOL

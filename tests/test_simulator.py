@@ -234,3 +234,24 @@ def test_bad_input():
     with pytest.raises(ValueError, match="tau has shape"):
         sim.step(tau=np.zeros(3))
     assert np.array_equal(sim.q, w.q0)   # failed calls left the state alone
+
+
+def test_unchanged_contact_set_is_refreshed_in_place_bitwise():
+    """A step whose contact keys equal the previous step's refreshes the previous constraint set
+    and operator in place (`ConstraintSet.refresh_contacts`, `MatrixFreeDelassus.refresh`)
+    instead of rebuilding them: the states must be bitwise those of rebuilding every step, on the
+    pyramid scene from its start (contacts appearing, modes changing) until it has settled (the
+    in-place path taken on most steps)."""
+    import scenes
+    world = scenes.box_pyramid()
+    fast, slow = simstep.Simulator(world), simstep.Simulator(world)
+    ops, reused = set(), 0
+    for _ in range(400):
+        slow._last_set = None            # forces the rebuild path
+        fast.step()
+        slow.step()
+        reused += id(fast._op) in ops
+        ops.add(id(fast._op))
+    assert reused > 300                  # the in-place path is the common one on a settled pile
+    assert np.array_equal(fast.q, slow.q) and np.array_equal(fast.v, slow.v)
+    assert np.array_equal(fast.contacts.impulse, slow.contacts.impulse)

@@ -646,7 +646,7 @@ class ADMMSolver:
         kind, start, size, param = cones.arrays()
         if m == 0:
             return ADMMResult(np.zeros(0), np.zeros(0), 0, True, 0.0, 0.0, 0.0, 0.0, 0, 0.0, False, 0.0)
-        if not np.isfinite(g.sum()):        # NaN or inf in g (or an overflow, as bad)
+        if not math.isfinite(g.sum()):      # NaN or inf in g (or an overflow, as bad)
             raise ValueError("g contains NaN or inf")
         Rc = None if compliance is None or not np.any(compliance) else \
             np.broadcast_to(np.asarray(compliance, float), (m,)).copy()

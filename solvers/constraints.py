@@ -316,7 +316,6 @@ class ConstraintSet:
                              self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg, self.joint_friction_max,
                              self.row_block, self.row_kind)
         self._graph_key = None
-        self._tail_set = tail
         # (gen, crow, cbody, cf) of `contact_arrays`: the contacts are the first k blocks
         gen = tail.contact_arrays()[0] + 3 * k
         self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
@@ -327,14 +326,11 @@ class ConstraintSet:
         the rows' data is rewritten in place, so the coupling pairs, graph key and elimination
         structure cached on this set stay valid (a simulator step whose contact keys did not
         change). Only for a set built by `with_contacts`."""
-        tail, c0 = self._tail_set, self.constraints[0]
+        c0 = self.constraints[0]
         if position.shape != c0.position.shape or frame.shape != c0.frame.shape:
             raise ValueError("refresh_contacts: the number of contacts changed")
         c0.position, c0.frame = position, frame
-        with_contacts_kernel(c0.body1, c0.body2, position, frame, tail.cb_kind, tail.cb_row, tail.cb_nrows,
-                             tail.cb_body, tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, self.cb_kind,
-                             self.cb_row, self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg,
-                             self.joint_friction_max, self.row_block, self.row_kind)
+        contact_points_kernel(position, frame, self.cb_f)
         return self
 
     @property
@@ -488,17 +484,24 @@ def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB
 
 
 @njit(cache=True)
-def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf,
-                         cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind):
-    """Flat arrays of k contacts followed by a contact-free tail set (`ConstraintSet.with_contacts`)."""
-    k = b1.shape[0]
-    for i in range(k):
-        cb_kind[i], cb_row[i], cb_nrows[i] = CONTACT, 3 * i, 3
-        cb_body[i, 0], cb_body[i, 1] = b1[i], b2[i]
+def contact_points_kernel(pos, frame, cb_f):
+    """The parameters of the first k blocks (contacts): point (k, 3) and frame (k, 3, 3) row-major."""
+    for i in range(pos.shape[0]):
         for a in range(3):
             cb_f[i, a] = pos[i, a]
             for b in range(3):
                 cb_f[i, 3 + 3 * a + b] = frame[i, a, b]
+
+
+@njit(cache=True)
+def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf,
+                         cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind):
+    """Flat arrays of k contacts followed by a contact-free tail set (`ConstraintSet.with_contacts`)."""
+    k = b1.shape[0]
+    contact_points_kernel(pos, frame, cb_f)
+    for i in range(k):
+        cb_kind[i], cb_row[i], cb_nrows[i] = CONTACT, 3 * i, 3
+        cb_body[i, 0], cb_body[i, 1] = b1[i], b2[i]
         for a in range(12, 24):
             cb_f[i, a] = 0.0
         for r in range(3 * i, 3 * i + 3):

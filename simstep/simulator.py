@@ -684,13 +684,15 @@ class Simulator:
         if not k:
             return tail, tail_cones, extra_err, limit_rows
         last = self._last_set
-        if last is not None and last[0] is tail and last[1].shape == c.key.shape and (last[1] == c.key).all():
-            # the same contacts (keys fix the geometry pairs, so bodies and friction) in the
-            # same order: the set's points are refreshed in place and its cached graph kept
+        pairs = c.key // 4       # the geometry pair of each contact (its bodies and friction)
+        if last is not None and last[0] is tail and last[1].shape == pairs.shape and (last[1] == pairs).all():
+            # contacts of the same geometry pairs in the same order (the points within a pair
+            # may have been renumbered): the set's points are refreshed in place and its
+            # cached graph kept
             return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_rows
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
         cones = ConeSet.with_contacts(c.friction, tail_cones)
-        self._last_set = (tail, c.key, cs, cones)
+        self._last_set = (tail, pairs, cs, cones)
         return cs, cones, extra_err, limit_rows
 
     def _stabilise(self, g, op, c, k, extra_err, limit_rows):

@@ -8,7 +8,8 @@ local Ray with one CPU per core) and 1, 2, ... workers up to the cores (--max-wo
 workers are started and warmed first (one episode each), then the batch is timed:
 throughput = simulated seconds / wall second, scaling efficiency = throughput / (n × the
 1-worker throughput of that backend). Every batch's results are checked bitwise against the
-serial run.
+serial run. The workers' CPU time per episode against the wall time tells how much of the
+cores they actually got (on a machine shared with other jobs, less than all).
 
 Overhead: --tiny episodes of one step on a one-box world (reused by the worker) on one warm
 worker: per episode, the wall time less the time the worker spent in the episode (Simulator
@@ -16,8 +17,9 @@ built, one step) is what the backend adds (dispatch, pickling, transport). Start
 until its first result (spawn and forkserver processes, Ray actors; `ray.init` apart).
 
 Cluster arithmetic (printed and in the JSON): on N nodes of M cores, episodes per hour ≈
-N·M·3600 / (t_episode / efficiency + overhead), capped at 3600 / overhead for one driver,
-from the per-core episode time and the Ray per-episode overhead measured here.
+N·M·3600 / (t_episode + overhead), capped at 3600 / overhead for one driver, from the CPU
+time of an episode on one worker and Ray's per-episode overhead measured here (episodes are
+independent: a dedicated core runs one episode after the other at that pace).
 
     python bench/bench_rollouts.py [--episodes 16] [--duration 0.5] [--max-workers 2] [--tiny 200]
                                    [--no-ray]
@@ -113,11 +115,13 @@ def main():
     warm(serial, 1)
     thr, wall, ref = timed_batch(serial, params, args.duration, None)
     t_ep = wall / args.episodes
+    cpu_s = float(np.sum(ref.episode_cpu))
     o, inside = overhead(serial, args.tiny)
     out["backends"]["serial"] = dict(workers=[1], throughput=[thr], wall=[wall], episode_wall=t_ep,
+                                     cpu_share=[cpu_s / wall], per_cpu_second=[args.duration * args.episodes / cpu_s],
                                      overhead=o, tiny_episode=inside)
-    print(f"serial: {thr:.3f} simulated s / s ({t_ep:.3f} s per episode); overhead {o * 1e6:.0f} µs per episode "
-          f"(a one-step episode takes {inside * 1e3:.2f} ms inside)", flush=True)
+    print(f"serial: {thr:.3f} simulated s / s ({t_ep:.3f} s per episode, CPU {cpu_s / wall:.0%} of the wall time); "
+          f"overhead {o * 1e6:.0f} µs per episode (a one-step episode takes {inside * 1e3:.2f} ms inside)", flush=True)
 
     backends = [("process", {})]
     ray = None
@@ -133,20 +137,24 @@ def main():
         print(f"ray.init (local, {max(counts)} CPUs): {out['ray_init']:.2f} s", flush=True)
         backends.append(("ray", {}))
     for backend, kw in backends:
-        rec = dict(workers=[], throughput=[], wall=[], efficiency=[])
+        rec = dict(workers=[], throughput=[], wall=[], efficiency=[], cpu_share=[], per_cpu_second=[])
         for n in counts:
             with simstep.RolloutPool(backend, workers=n, **kw) as pool:
                 warm(pool, n)
-                thr, wall, _ = timed_batch(pool, params, args.duration, ref)
+                thr, wall, res = timed_batch(pool, params, args.duration, ref)
                 if n == 1:
                     rec["overhead"], rec["tiny_episode"] = overhead(pool, args.tiny)
             rec["workers"].append(n)
             rec["throughput"].append(thr)
             rec["wall"].append(wall)
             rec["efficiency"].append(thr / (n * rec["throughput"][0]))
+            cpu_s = float(np.sum(res.episode_cpu))
+            rec["cpu_share"].append(cpu_s / (wall * n))      # the part of n cores the workers got
+            rec["per_cpu_second"].append(args.duration * args.episodes / cpu_s)
             print(f"{backend} ×{n}: {thr:.3f} simulated s / s (wall {wall:.2f} s), efficiency "
-                  f"{rec['efficiency'][-1]:.2f}, vs serial {thr / out['backends']['serial']['throughput'][0]:.2f}×",
-                  flush=True)
+                  f"{rec['efficiency'][-1]:.2f}, vs serial {thr / out['backends']['serial']['throughput'][0]:.2f}×; "
+                  f"the workers had {rec['cpu_share'][-1]:.0%} of {n} core(s), "
+                  f"{rec['per_cpu_second'][-1]:.3f} simulated s per CPU s", flush=True)
         print(f"{backend}: overhead {rec['overhead'] * 1e6:.0f} µs per episode "
               f"(a one-step episode takes {rec['tiny_episode'] * 1e3:.2f} ms inside)", flush=True)
         out["backends"][backend] = rec
@@ -159,20 +167,20 @@ def main():
     if ray is not None:
         ray.shutdown()
 
-    # cluster arithmetic from the per-core episode time and Ray's per-episode overhead
-    b = out["backends"].get("ray") or out["backends"]["process"]
-    t1 = args.duration / b["throughput"][0]          # one episode on one core, warm
-    eff = b["efficiency"][-1]
+    # cluster arithmetic: a node's cores run independent episodes, each taking the CPU time an
+    # episode took here on one worker, plus the backend's per-episode overhead; one driver
+    # dispatches at most 1 / overhead episodes per second
+    name = "ray" if "ray" in out["backends"] else "process"
+    b = out["backends"][name]
+    t1 = args.duration / b["per_cpu_second"][0]      # CPU s per episode on one core (1 worker, warm)
     o = max(b["overhead"], 0.0)
     rows = []
     for N, M in ((1, cores), (4, 32), (16, 64), (64, 64)):
-        per_core = 3600 / (t1 / eff + o)
-        rate = min(N * M * per_core, 3600 / o if o > 0 else np.inf)
-        rows.append(dict(nodes=N, cores=M, episodes_per_hour=rate, limited_by_driver=bool(N * M * per_core > rate)))
-    out["cluster"] = dict(backend="ray" if "ray" in out["backends"] else "process", episode_seconds=t1,
-                          efficiency=eff, overhead=o, rows=rows)
-    print(f"cluster ({out['cluster']['backend']}): episode {t1:.3f} s per core, efficiency {eff:.2f}, "
-          f"overhead {o * 1e3:.2f} ms")
+        ideal = N * M * 3600 / (t1 + o)
+        rate = min(ideal, 3600 / o if o > 0 else np.inf)
+        rows.append(dict(nodes=N, cores=M, episodes_per_hour=rate, limited_by_driver=bool(ideal > rate)))
+    out["cluster"] = dict(backend=name, episode_cpu_seconds=t1, overhead=o, rows=rows)
+    print(f"cluster ({name}): {t1:.3f} CPU s per episode on one core, overhead {o * 1e3:.2f} ms per episode")
     for r in rows:
         print(f"  {r['nodes']:3d} nodes × {r['cores']:3d} cores: {r['episodes_per_hour']:.3g} episodes of "
               f"{args.duration:g} s per hour" + (" (one driver's dispatch limit)" if r["limited_by_driver"] else ""))

@@ -71,7 +71,8 @@ class EpisodeError(Exception):
 
 class RolloutResults(list):
     """The results in input order (a list), with timings of the batch: wall (s, the whole call,
-    with starting the workers if it did), episode_wall (s per episode, measured in its worker),
+    with starting the workers if it did), episode_wall and episode_cpu (s per episode, wall and
+    CPU time of its worker process: less CPU than wall means the core was shared),
     worker (the worker that ran each episode), kernel_compilations (numba kernels the workers
     compiled instead of loading them from the cache; 0 when the cache is warm), backend and
     workers. ``failed`` lists the `EpisodeError`s."""
@@ -80,6 +81,7 @@ class RolloutResults(list):
         super().__init__(items)
         self.wall = 0.0
         self.episode_wall = np.zeros(len(self))
+        self.episode_cpu = np.zeros(len(self))
         self.worker = np.full(len(self), -1)
         self.kernel_compilations = 0
         self.backend, self.workers = None, 0
@@ -164,16 +166,16 @@ class _WorkerState:
         return w
 
     def run(self, p):
-        """(ok, result or (error, traceback), episode wall seconds)."""
-        t0 = time.perf_counter()
+        """(ok, result or (error, traceback), (wall, CPU) seconds of the episode)."""
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             out = _episode(self, self.spec, p)
-            return True, out, time.perf_counter() - t0
+            return True, out, (time.perf_counter() - t0, time.process_time() - c0)
         except BaseException as e:     # noqa: BLE001 (KeyboardInterrupt in a worker is a failure too)
             if isinstance(e, KeyboardInterrupt) and os.getpid() == _DRIVER_PID:
                 raise
             err = f"{type(e).__name__}: {e}"
-            return False, (err, traceback.format_exc()), time.perf_counter() - t0
+            return False, (err, traceback.format_exc()), (time.perf_counter() - t0, time.process_time() - c0)
 
 
 _DRIVER_PID = os.getpid()
@@ -539,7 +541,7 @@ class _ProcessBackend:
                         del busy[w.id]
                         done(i, False, (f"WorkerDied: the worker process (pid {w.proc.pid}) exited with code "
                                         f"{w.proc.exitcode} while running this episode (a crash in native code, "
-                                        f"os._exit, or killed, e.g. out of memory)", ""), 0.0, w.id, 0)
+                                        f"os._exit, or killed, e.g. out of memory)", ""), (0.0, 0.0), w.id, 0)
                         self.procs[self.procs.index(w)] = nw = self._spawn()
                         w.conn.close()
                         give(nw)
@@ -689,7 +691,7 @@ class _RayBackend:
             except ray.exceptions.RayActorError as e:
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
                 done(i, False, (f"WorkerDied: the Ray actor running this episode died ({type(e).__name__}: {msg})",
-                                ""), 0.0, a._simstep_id, 0)
+                                ""), (0.0, 0.0), a._simstep_id, 0)
                 blamed = True
             except ray.exceptions.GetTimeoutError:      # pragma: no cover
                 back.append(i)
@@ -773,7 +775,7 @@ class RolloutPool:
         key = (os.getpid(), id(self), self._batches)
         n = len(params)
         out = [None] * n
-        ep_wall, who = np.zeros(n), np.full(n, -1)
+        ep_wall, ep_cpu, who = np.zeros(n), np.zeros(n), np.full(n, -1)
         comp = {}
         bar = None
         if progress and n:
@@ -789,7 +791,7 @@ class RolloutPool:
                 err, tb = payload
                 out[i] = EpisodeError(i, params[i], err, tb)
                 nfail[0] += 1
-            ep_wall[i], who[i] = wall, worker
+            (ep_wall[i], ep_cpu[i]), who[i] = wall, worker
             comp[worker] = max(comp.get(worker, 0), compilations)
             if bar is not None:
                 bar.update(1)
@@ -810,7 +812,7 @@ class RolloutPool:
             finally:
                 if bar is not None:
                     bar.close()
-        res = RolloutResults(out, wall=time.perf_counter() - t0, episode_wall=ep_wall, worker=who,
+        res = RolloutResults(out, wall=time.perf_counter() - t0, episode_wall=ep_wall, episode_cpu=ep_cpu, worker=who,
                              kernel_compilations=int(sum(comp.values())), backend=self.backend,
                              workers=min(self._b.n, n) if self.backend != "serial" else 1)
         if errors == "raise" and res.failed:

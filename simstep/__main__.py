@@ -112,13 +112,18 @@ def _positive(what):
     return conv
 
 
-def run(args):
-    import simstep
+def _scene(args):
+    """(function, keyword arguments with --set, default duration) of the scene args.scene."""
     table = _scenes()
     if args.scene not in table:
         raise UsageError(f"unknown scene '{args.scene}'; scenes: {', '.join(table)}")
     fn, defaults, duration, _ = table[args.scene]
-    kw = _scene_kwargs(args.scene, fn, defaults, args.set or [])
+    return fn, _scene_kwargs(args.scene, fn, defaults, args.set or []), duration
+
+
+def run(args):
+    import simstep
+    fn, kw, duration = _scene(args)
     try:
         world = fn(**kw)
     except (TypeError, ValueError) as e:
@@ -230,11 +235,7 @@ def sweep(args):
 
     import simstep
     from simstep.rollouts import SUMMARY_OUTCOMES, max_penetration, summary
-    table = _scenes()
-    if args.scene not in table:
-        raise UsageError(f"unknown scene '{args.scene}'; scenes: {', '.join(table)}")
-    fn, defaults, duration, _ = table[args.scene]
-    base = _scene_kwargs(args.scene, fn, defaults, args.set or [])
+    fn, base, duration = _scene(args)
     scene_params = inspect.signature(fn).parameters
     swept = [_sweep_values(item) for item in args.param]
     names = [n for n, _ in swept]

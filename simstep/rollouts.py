@@ -138,7 +138,8 @@ class _WorkerState:
 
     WORLDS = 4
 
-    def __init__(self):
+    def __init__(self, in_driver=False):
+        self.in_driver = in_driver       # the serial backend: Ctrl-C stops the batch
         self.spec_key, self.spec = None, None
         self.worlds = collections.OrderedDict()
 
@@ -172,13 +173,10 @@ class _WorkerState:
             out = _episode(self, self.spec, p)
             return True, out, (time.perf_counter() - t0, time.process_time() - c0)
         except BaseException as e:     # noqa: BLE001 (KeyboardInterrupt in a worker is a failure too)
-            if isinstance(e, KeyboardInterrupt) and os.getpid() == _DRIVER_PID:
+            if isinstance(e, KeyboardInterrupt) and self.in_driver:
                 raise
             err = f"{type(e).__name__}: {e}"
             return False, (err, traceback.format_exc()), (time.perf_counter() - t0, time.process_time() - c0)
-
-
-_DRIVER_PID = os.getpid()
 
 
 def _split(spec, p):
@@ -711,7 +709,7 @@ class _SerialBackend:
 
     def __init__(self, workers=None):
         self.n = 1
-        self.state = _WorkerState()
+        self.state = _WorkerState(in_driver=True)
 
     def run(self, spec_key, spec, blob, params, done, n):
         self.state.spec_key, self.state.spec = spec_key, spec     # nothing pickled: anything callable works

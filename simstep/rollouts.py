@@ -654,12 +654,16 @@ class _RayBackend:
             if rest:      # everything else that has finished too, fetched as one batch
                 more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
                 ready += more
+            try:     # the finished results in one call, mapped from the object store
+                got = dict(zip(ready, ray.get(ready)))
+            except ray.exceptions.RayActorError:
+                got = {}
             for ref in ready:
                 if ref not in inflight:      # handled with its dead actor
                     continue
                 a, i = inflight[ref]
                 try:
-                    _, ok, payload, wall, comp = ray.get(ref)
+                    _, ok, payload, wall, comp = got[ref] if ref in got else ray.get(ref)
                 except ray.exceptions.RayActorError:
                     self._actor_died(a, inflight, per_actor, queue, done)
                     na = self._spawn()

@@ -139,6 +139,22 @@ def test_controller_gains_and_initial_state_from_params(pool):
     assert res[2].q[0].tolist() == [0.2, -0.1, 0.05]
 
 
+def test_robot_world_reused_by_a_worker_is_bitwise_fresh(pool):
+    """G1 standing under its joint PD (world.actuation): the workers build the world once and
+    reuse it; every episode equals one on a freshly built world, initial states from q0."""
+    q0 = scenes.humanoid().q0.copy()
+    q1 = q0.copy()
+    q1[7:] += 0.02
+    params = [dict(), dict(q0=q1), dict(), dict(q0=q1)]
+    res = pool.map(scenes.humanoid, params, steps=30, progress=False)
+    for r, p in zip(res, params):
+        sim = Simulator(scenes.humanoid())
+        if "q0" in p:
+            sim.set_state(p["q0"], sim.v)
+        assert_bitwise(r, sim.run(steps=30, record=True, record_contacts=False))
+    assert not np.array_equal(res[0].q, res[1].q)
+
+
 def test_final_state_outputs_and_reduce(pool):
     params = [dict(n=1), dict(n=3)]
     ref = reference(stack, params, STEPS)

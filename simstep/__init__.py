@@ -1,9 +1,10 @@
 """Public API of the simulator: world builder, constraints, time stepping (see DESIGN.md)."""
 from .constraints import Contact, ContactSet, ConstraintSet, JointFriction, JointLimit, LoopClosure
 from .results import StepContacts, StepStats, Trajectory, load_trajectory
+from .rollouts import EpisodeError, FinalState, RolloutPool, RolloutResults, rollouts
 from .simulator import SimulationError, Simulator
 from .world import World, WorldBuilder, matrix_to_quat, quat_to_matrix
 
-__all__ = ["Contact", "ContactSet", "ConstraintSet", "JointFriction", "JointLimit", "LoopClosure",
-           "SimulationError", "Simulator", "StepContacts", "StepStats", "Trajectory", "load_trajectory",
-           "World", "WorldBuilder", "matrix_to_quat", "quat_to_matrix"]
+__all__ = ["Contact", "ContactSet", "ConstraintSet", "EpisodeError", "FinalState", "JointFriction", "JointLimit",
+           "LoopClosure", "RolloutPool", "RolloutResults", "SimulationError", "Simulator", "StepContacts", "StepStats",
+           "Trajectory", "load_trajectory", "World", "WorldBuilder", "matrix_to_quat", "quat_to_matrix", "rollouts"]

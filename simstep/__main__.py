@@ -4,15 +4,26 @@
     python -m simstep run SCENE [--duration S] [--dt DT] [--view] [--html OUT] [--plot OUT]
                                 [--set KEY=VALUE ...] [--progress/--no-progress]
     python -m simstep demo [--robot g1]          # load a robot and time one ABA call
+    python -m simstep sweep SCENE --param NAME=A:B:N [--param ...] [--set KEY=VALUE ...]
+                                  [--duration S] [--dt DT] [--backend process|ray|serial]
+                                  [--workers N] [--address ADDR] [--out OUT.npz] [--plot OUT.png]
+                                  [--outcome NAME]
 
 `run` simulates a scene of `scenes.SCENES` with a progress bar and prints a summary
 (simulated time, steps per second, mean and max ADMM iterations, max penetration); --html
 writes a self-contained replay, --view serves a live meshcat view (and keeps it open at the
 end), --plot writes a PNG of solver iterations, contacts and penetration over time.
 --set passes keyword arguments to the scene function (e.g. --set n_links=6).
+
+`sweep` runs one episode per value of the swept scene arguments (`simstep.rollouts`, on all
+cores or a Ray cluster): NAME=A:B:N is N values evenly from A to B, NAME=V1,V2,... a list;
+several --param give their grid. It prints and saves (--out, .npz) the outcomes of
+`simstep.rollouts.SUMMARY_OUTCOMES` per episode and plots the chosen --outcome against the
+first swept argument (--plot, default: beside --out).
 """
 import argparse
 import inspect
+import os
 import sys
 import time
 import warnings
@@ -101,13 +112,18 @@ def _positive(what):
     return conv
 
 
-def run(args):
-    import simstep
+def _scene(args):
+    """(function, keyword arguments with --set, default duration) of the scene args.scene."""
     table = _scenes()
     if args.scene not in table:
         raise UsageError(f"unknown scene '{args.scene}'; scenes: {', '.join(table)}")
     fn, defaults, duration, _ = table[args.scene]
-    kw = _scene_kwargs(args.scene, fn, defaults, args.set or [])
+    return fn, _scene_kwargs(args.scene, fn, defaults, args.set or []), duration
+
+
+def run(args):
+    import simstep
+    fn, kw, duration = _scene(args)
     try:
         world = fn(**kw)
     except (TypeError, ValueError) as e:
@@ -192,6 +208,139 @@ def run(args):
     return 0
 
 
+def _sweep_values(item):
+    """(name, values) of a --param NAME=A:B:N | NAME=V1,V2,... | NAME=V."""
+    if "=" not in item:
+        raise UsageError(f"--param expects NAME=A:B:N or NAME=V1,V2,..., got {item!r}")
+    name, spec = item.split("=", 1)
+    if ":" in spec:
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise UsageError(f"--param {name}: a range is A:B:N (N values from A to B), got {spec!r}")
+        a, b, n = (_parse_value(p) for p in parts)
+        if isinstance(a, (bool, str)) or isinstance(b, (bool, str)) or not isinstance(n, int) or n < 1:
+            raise UsageError(f"--param {name}: a range is A:B:N with numbers A, B and a count N ≥ 1, got {spec!r}")
+        vals = np.linspace(a, b, n) if n > 1 else np.array([a], float)
+        if isinstance(a, int) and isinstance(b, int) and np.all(vals == np.round(vals)):
+            return name, [int(v) for v in np.round(vals)]
+        return name, [float(f"{v:.12g}") for v in vals]      # 0.6, not 0.6000000000000001
+    vals = [_parse_value(v) for v in spec.split(",") if v != ""]
+    if not vals:
+        raise UsageError(f"--param {name} has no values")
+    return name, vals
+
+
+def sweep(args):
+    import itertools
+
+    import simstep
+    from simstep.rollouts import SUMMARY_OUTCOMES, max_penetration, summary
+    fn, base, duration = _scene(args)
+    scene_params = inspect.signature(fn).parameters
+    swept = [_sweep_values(item) for item in args.param]
+    names = [n for n, _ in swept]
+    for n in names:
+        if n not in scene_params:
+            raise UsageError(f"scene '{args.scene}' has no parameter '{n}'; its parameters: {', '.join(scene_params)}")
+    if len(set(names)) != len(names):
+        raise UsageError(f"--param names a parameter twice: {names}")
+    if args.outcome not in SUMMARY_OUTCOMES:
+        raise UsageError(f"unknown outcome '{args.outcome}'; outcomes: {', '.join(SUMMARY_OUTCOMES)}")
+    grid = list(itertools.product(*[v for _, v in swept]))
+    params = [dict(base, **dict(zip(names, vals))) for vals in grid]
+    duration = args.duration if args.duration is not None else duration
+    print(f"{args.scene}: {len(params)} episodes of {duration:g} s ({', '.join(f'{n}: {len(v)} values' for n, v in swept)}), "
+          f"backend {args.backend}", flush=True)
+    try:
+        res = simstep.rollouts(fn, params, duration=duration, dt=args.dt, backend=args.backend, workers=args.workers,
+                               progress=args.progress, reduce=summary, outputs=dict(max_penetration=max_penetration),
+                               address=args.address, desc=args.scene)
+    except ImportError as e:
+        raise UsageError(str(e)) from None
+    failed = res.failed
+    cols = ["displacement", "height", "mean_iterations"]
+    if args.outcome not in cols:
+        cols.insert(0, args.outcome)
+    print("  ".join(f"{n:>12s}" for n in names + cols))
+    for vals, r in zip(grid, res):
+        cells = [f"{v:>12g}" if isinstance(v, (int, float)) else f"{v!s:>12}" for v in vals]
+        if isinstance(r, simstep.EpisodeError):
+            cells.append(f"  failed: {r.error.splitlines()[0][:100]}")
+        else:
+            cells += [f"{r[c]:>12.4g}" for c in cols]
+        print("  ".join(cells))
+    sim_time = sum(duration for r in res if not isinstance(r, simstep.EpisodeError))
+    print(f"{len(params) - len(failed)} of {len(params)} episodes in {res.wall:.2f} s wall on {res.workers} "
+          f"{args.backend} worker(s): {sim_time / max(res.wall, 1e-12):.3g} simulated s per wall s"
+          + (f"; {len(failed)} failed" if failed else ""))
+    if args.out:
+        _save_sweep(args.out, args.scene, duration, names, grid, res)
+        print(f"wrote {args.out}")
+    plot = args.plot or (os.path.splitext(args.out)[0] + ".png" if args.out else None)
+    if plot:
+        _plot_sweep(plot, args.scene, duration, names, grid, res, args.outcome, SUMMARY_OUTCOMES[args.outcome])
+        print(f"wrote {plot}")
+    return 1 if failed and len(failed) == len(params) else 0
+
+
+def _save_sweep(path, scene, duration, names, grid, res):
+    import simstep
+    from simstep.rollouts import SUMMARY_OUTCOMES
+    ok = [not isinstance(r, simstep.EpisodeError) for r in res]
+    arrays = dict(scene=np.array(scene), duration=np.float64(duration), names=np.array(names, dtype=str),
+                  failed=~np.array(ok), error=np.array([r.error if not k else "" for r, k in zip(res, ok)], dtype=str),
+                  wall=res.episode_wall)
+    for j, n in enumerate(names):
+        col = [g[j] for g in grid]
+        arrays[f"param_{n}"] = np.array(col) if all(isinstance(v, (int, float)) for v in col) else \
+            np.array([str(v) for v in col])
+    for o in SUMMARY_OUTCOMES:
+        arrays[o] = np.array([r[o] if k else np.nan for r, k in zip(res, ok)], float)
+    qs = [r["q"] for r, k in zip(res, ok) if k]
+    if qs and all(q.shape == qs[0].shape for q in qs):
+        Q = np.full((len(res), qs[0].shape[0]), np.nan)
+        Q[np.flatnonzero(ok)] = qs
+        arrays["q_final"] = Q
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def _plot_sweep(path, scene, duration, names, grid, res, outcome, label):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import simstep
+    x_all = [g[0] for g in grid]
+    numeric = all(isinstance(v, (int, float)) for v in x_all)
+    xs = sorted(set(x_all), key=lambda v: (v if numeric else str(v)))
+    pos = {v: (v if numeric else k) for k, v in enumerate(xs)}
+    groups = {}
+    for g, r in zip(grid, res):
+        groups.setdefault(tuple(g[1:]), []).append((g[0], r))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, rows in groups.items():
+        lab = ", ".join(f"{n}={v:g}" if isinstance(v, float) else f"{n}={v}" for n, v in zip(names[1:], key)) or None
+        good = [(pos[x], r[outcome]) for x, r in rows if not isinstance(r, simstep.EpisodeError)]
+        bad = [pos[x] for x, r in rows if isinstance(r, simstep.EpisodeError)]
+        if good:
+            ax.plot(*zip(*good), "o-", ms=4, lw=1, label=lab)
+        if bad:
+            ax.plot(bad, [0.0] * len(bad), "x", color="red", ms=8, label="failed" if lab is None else f"{lab}: failed")
+    if not numeric:
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_xlabel(names[0])
+    unit = label[label.rfind("(") + 1:-1] if label.endswith(")") else ""
+    ax.set_ylabel(f"{outcome} ({unit})" if unit else outcome)
+    ax.set_title(f"{scene}: {outcome} after {duration:g} s")
+    ax.grid(alpha=0.3)
+    if len(groups) > 1 or any(isinstance(r, simstep.EpisodeError) for r in res):
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def _sigterm_as_interrupt():
     import signal
 
@@ -249,13 +398,35 @@ def main(argv=None):
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                    help="tqdm progress bar (default on)")
     r.set_defaults(fn=run)
+    s = sub.add_parser("sweep", help="one episode per value of swept scene arguments, on all cores or Ray")
+    s.add_argument("scene")
+    s.add_argument("--param", action="append", required=True, metavar="NAME=A:B:N",
+                   help="swept scene argument: A:B:N (N values from A to B) or V1,V2,... (repeatable: a grid)")
+    s.add_argument("--set", action="append", metavar="KEY=VALUE", help="fixed scene function argument (repeatable)")
+    s.add_argument("--duration", type=_positive("--duration"), help="simulated seconds (default: the scene's)")
+    s.add_argument("--dt", type=_positive("--dt"), help="time step in seconds (default: the scene's)")
+    s.add_argument("--backend", choices=("process", "ray", "serial"), default="process")
+    s.add_argument("--workers", type=int, help="worker processes or Ray actors (default: one per core)")
+    s.add_argument("--address", help="a Ray cluster to join (with --backend ray; default: a local Ray)")
+    s.add_argument("--out", metavar="OUT", help="write the parameters and outcomes as .npz")
+    s.add_argument("--plot", metavar="OUT", help="PNG of the outcome against the first swept argument "
+                                                 "(default: --out with .png)")
+    s.add_argument("--outcome", default="displacement", help="the outcome plotted (default: displacement)")
+    s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help="tqdm progress bar (default on)")
+    s.set_defaults(fn=sweep)
     try:
         args = ap.parse_args(argv)
         return args.fn(args)
     except UsageError as e:
         msg = str(e)
-        if "invalid choice" in msg:
-            msg += "; commands: demo, list, run"
+        words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+        if "invalid choice" in msg and "argument cmd" in msg:
+            msg += "; commands: demo, list, run, sweep"
+        elif words[:1] == ["sweep"] and ("unrecognized arguments" in msg or "the following arguments" in msg):
+            msg += ("; sweep options: --param NAME=A:B:N, --set KEY=VALUE, --duration S, --dt DT, --backend "
+                    "process|ray|serial, --workers N, --address ADDR, --out OUT, --plot OUT, --outcome NAME, "
+                    "--no-progress; scenes: " + ", ".join(_scenes()))
         elif "unrecognized arguments" in msg or "the following arguments" in msg:
             msg += ("; run options: --duration S, --dt DT, --view, --html OUT, --plot OUT, --save OUT, --set KEY=VALUE, "
                     "--no-progress; scenes: " + ", ".join(_scenes()))

@@ -2,8 +2,8 @@
 from .constraints import Contact, ContactSet, ConstraintSet, JointFriction, JointLimit, LoopClosure
 from .results import StepContacts, StepStats, Trajectory, load_trajectory
 from .simulator import SimulationError, Simulator
-from .world import World, WorldBuilder, matrix_to_quat, quat_to_matrix
+from .world import JointSprings, World, WorldBuilder, matrix_to_quat, quat_to_matrix
 
 __all__ = ["Contact", "ContactSet", "ConstraintSet", "JointFriction", "JointLimit", "LoopClosure",
-           "SimulationError", "Simulator", "StepContacts", "StepStats", "Trajectory", "load_trajectory",
+           "JointSprings", "SimulationError", "Simulator", "StepContacts", "StepStats", "Trajectory", "load_trajectory",
            "World", "WorldBuilder", "matrix_to_quat", "quat_to_matrix"]

@@ -141,9 +141,14 @@ def pin_problem(model, q, cons, pm=None):
     seen_joint = set()
     for c in range(len(cs)):
         kind = cs.cb_kind[c]
-        if kind == 0:
+        if kind in (0, 1):    # a contact, or a point loop closure: a contact at the anchor in frame 1's axes
             b1, b2 = cs.cb_body[c]
-            p, R = cs.cb_f[c, :3], cs.cb_f[c, 3:12].reshape(3, 3)
+            f = cs.cb_f[c]
+            if kind == 0:
+                p, R = f[:3], f[3:12].reshape(3, 3)
+            else:
+                o1 = pd.oMi[int(b1) + 1]
+                R, p = o1.rotation @ f[3:12].reshape(3, 3), o1.rotation @ f[0:3] + o1.translation
             j1, j2 = int(b2) + 1, int(b1) + 1
 
             def place(j):
@@ -152,21 +157,6 @@ def pin_problem(model, q, cons, pm=None):
                 oM = pd.oMi[j]
                 return pin.SE3(oM.rotation.T @ R, oM.rotation.T @ (p - oM.translation))
             cms.append(pin.ConstraintModel(pin.PointContactConstraintModel(pm, j1, place(j1), j2, place(j2))))
-        elif kind == 1:       # point loop closure: the same rows as a contact at the anchor, in frame 1's axes
-            b1, b2 = cs.cb_body[c]
-            f = cs.cb_f[c]
-            o1 = pd.oMi[int(b1) + 1]
-            R = o1.rotation @ f[3:12].reshape(3, 3)
-            p = o1.rotation @ f[0:3] + o1.translation
-            j1, j2 = int(b2) + 1, int(b1) + 1
-
-            def place_loop(j):
-                if j == 0:
-                    return pin.SE3(R, p)
-                oM = pd.oMi[j]
-                return pin.SE3(oM.rotation.T @ R, oM.rotation.T @ (p - oM.translation))
-            cms.append(pin.ConstraintModel(pin.PointContactConstraintModel(pm, j1, place_loop(j1), j2,
-                                                                            place_loop(j2))))
         elif kind == 4:
             dofs = cs.dof[cs.cb_row[c]:cs.cb_row[c] + cs.cb_nrows[c]]
             seen_joint.add(int(np.searchsorted(model.idx_v, dofs[0], side="right") - 1) + 1)

@@ -16,6 +16,7 @@ import numpy as np
 import models
 from collision.shapes import load_convex_mesh
 from models import FREE, Geometry, ModelBuilder, ModelError
+from models.loaded import rot_to_quat_xyzw
 from models.model import check_inertia
 
 from ._checks import check_body, check_bool, check_int, check_number, check_quaternion, check_vector
@@ -34,22 +35,7 @@ def quat_to_matrix(qu):
 
 def matrix_to_quat(R):
     """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method)."""
-    R = np.asarray(R, dtype=float)
-    tr = np.trace(R)
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.empty(4)
-        q[i] = 0.25 * s
-        q[j] = (R[j, i] + R[i, j]) / s
-        q[k] = (R[k, i] + R[i, k]) / s
-        q[3] = (R[k, j] - R[j, k]) / s
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
+    return rot_to_quat_xyzw(R)
 
 
 # ------------------------------------------------------------------ inertia of shapes

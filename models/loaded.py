@@ -27,8 +27,8 @@ class Loaded:
 
     first_body: index of its first body in the builder; closures: `LoopClosure`s (bodies by
     name); springs: `JointSpring`s; q0 (its nq,): the file's configuration (root at its pose
-    in the file, joints at zero for SDF, MuJoCo's qpos0 for MJCF); static_bodies: names of
-    links welded to the world (their geometry is static); info: loader-specific notes."""
+    in the file, joints at zero for SDF, MuJoCo's qpos0 for MJCF); info: loader-specific
+    records (SDF: tree and loop joints, notes; MJCF: the `MJCFMap`, timestep, gravity)."""
     first_body: int
     closures: list = field(default_factory=list)
     springs: list = field(default_factory=list)

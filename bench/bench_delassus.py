@@ -1,7 +1,9 @@
 """Reproduce paper 000 Table I: matrix-free Delassus operators vs explicit baselines, same run.
 
 Scenarios (`bench.delassus_scenarios.table1`, built from the scene functions): Go2
-(`scenes.quadruped`) and G1 (`scenes.humanoid`) standing and fallen (the "falling" scenes
+(`scenes.quadruped`) and G1 (`scenes.humanoid`) standing and fallen, Cassie standing
+(`scenes.biped`: its 24 loop-closure rows are rows of every operator too; Pinocchio gets them
+as point constraints at the closed configuration) (the "falling" scenes
 simulated until they lie on the ground), with and without joint-friction rows; a stack of 30
 boxes (`scenes.box_stack(30)`); the 30-box pyramid (`scenes.box_pyramid()`); three G1 on the
 pyramid (`scenes.pyramid_with_robots()` after 1 s). Contacts are the simulator's collision
@@ -24,7 +26,7 @@ runs, everything from the configuration q and a prebuilt ConstraintSet):
 Ratios are explicit / matrix-free from the same run. Paper values (Table I, C++, another
 machine) are printed beside ours. Writes bench/results/bench_delassus.json.
 
-    python bench/bench_delassus.py [--quick] [--damping 1e-4]
+    python bench/bench_delassus.py [--quick] [--damping 1e-4] [--only Cassie]
 """
 from __future__ import annotations
 
@@ -59,6 +61,13 @@ PAPER = {
                        re_mf_R=0.591, re_mf_Rp=1.911, re_ex_inv=0.083, re_ex_R=0.371, re_ex_Rp=1.671, kB=42),
     "Go2 fallen +JF": dict(nc=10, ncon=42, mf_inv=1.77, ex_inv=8.10, mf_R=2.44, ex_R=12.00, re_mf_inv=0.567,
                            re_mf_R=0.62, re_mf_Rp=1.88, re_ex_inv=0.147, re_ex_R=0.601, re_ex_Rp=3.791, kB=49),
+    # Cassie: the paper's n_con counts contact and joint-friction rows (24 = 8 contacts, 50 = 24 + 26
+    # joint dofs); our rows add Cassie's loop closures, and its feet (cylinders) touch at 2 points each
+    "Cassie standing": dict(nc=8, ncon=24, mf_inv=2.94, ex_inv=9.27, mf_R=4.26, ex_R=10.40, re_mf_inv=0.77,
+                            re_mf_R=0.854, re_mf_Rp=3.444, re_ex_inv=0.052, re_ex_R=0.30, re_ex_Rp=1.34, kB=69),
+    "Cassie standing +JF": dict(nc=8, ncon=50, mf_inv=3.07, ex_inv=16.00, mf_R=4.51, ex_R=21.72, re_mf_inv=0.805,
+                                re_mf_R=0.894, re_mf_Rp=3.604, re_ex_inv=0.20, re_ex_R=0.718, re_ex_Rp=5.798,
+                                kB=72),
     "G1 standing": dict(nc=8, ncon=24, mf_inv=3.66, ex_inv=9.37, mf_R=3.58, ex_R=10.60, re_mf_inv=0.919,
                         re_mf_R=0.906, re_mf_Rp=2.426, re_ex_inv=0.051, re_ex_R=0.297, re_ex_Rp=1.327, kB=110),
     "G1 standing +JF": dict(nc=8, ncon=53, mf_inv=3.96, ex_inv=18.53, mf_R=3.83, ex_R=25.00, re_mf_inv=1.01,
@@ -93,18 +102,23 @@ def timeit(f, budget=0.25, min_reps=5, max_reps=5000):
 
 def print_sizes(scens):
     """Scenario sizes beside paper 000 Table I (the paper gives nv per platform in its caption)."""
-    paper_nv = {"Go2": 18, "G1": 35, "Stack": 180, "Box": 180, "Pyramid": 285}
+    paper_nv = {"Go2": 18, "Cassie": 32, "G1": 35, "Stack": 180, "Box": 180, "Pyramid": 285}
     print("\nScenario sizes: ours (scene functions, contacts by collision detection) vs paper 000 Table I")
     print(f"{'scenario':18s} {'nv':>4s} {'nc':>4s} {'m':>4s} | {'paper nv':>8s} {'nc':>4s} {'m':>4s} | state")
     sizes = []
     for label, model, q, cons in scens:
         cs = ConstraintSet(model, cons)
+        loops = int(sum(cs.cb_nrows[(cs.cb_kind == 1) | (cs.cb_kind == 2)]))
+        if loops:
+            label_state = f" ({loops} of the m rows are loop closures)"
+        else:
+            label_state = ""
         p = PAPER.get(label, {})
         base = label.replace(" +JF", "")
         state = f"after {SETTLE[base]:g} s of simulation" if base in SETTLE else "initial state"
         pnv = paper_nv.get(label.split()[0], 0)
         print(f"{label:18s} {model.nv:4d} {cs.ncontacts:4d} {cs.m:4d} | {pnv:8d} {p.get('nc', 0):4d} "
-              f"{p.get('ncon', 0):4d} | {state}")
+              f"{p.get('ncon', 0):4d} | {state}{label_state}")
         sizes.append(dict(scenario=label, nv=model.nv, nc=cs.ncontacts, ncon=cs.m, paper_nv=pnv,
                           paper_nc=p.get("nc"), paper_ncon=p.get("ncon"), state=state))
     return sizes
@@ -262,10 +276,12 @@ def main():
     ap.add_argument("--damping", type=float, default=1e-4)
     ap.add_argument("--budget", type=float, default=0.3, help="seconds per timing")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    ap.add_argument("--only", default=None, help="run the scenarios whose label contains this text "
+                                                 "(e.g. Cassie); the JSON then goes to bench_delassus_<text>.json")
     a = ap.parse_args()
     budget = 0.05 if a.quick else a.budget
     rows = []
-    scens = table1(a.quick)
+    scens = table1(a.quick, only=a.only)
     sizes = print_sizes(scens)
     for label, model, q, cons in scens:
         r = bench_one(label, model, q, cons, d=a.damping, d2=2 * a.damping, budget=budget)
@@ -275,7 +291,7 @@ def main():
     print_tables(rows)
     t = targets(rows)
     os.makedirs(a.out, exist_ok=True)
-    path = os.path.join(a.out, "bench_delassus.json")
+    path = os.path.join(a.out, "bench_delassus.json" if not a.only else f"bench_delassus_{a.only.lower()}.json")
     with open(path, "w") as f:
         json.dump(dict(rows=rows, sizes=sizes, targets=t, damping=a.damping, paper=PAPER,
                        machine=dict(python=platform.python_version(), processor=platform.processor(),

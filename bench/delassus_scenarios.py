@@ -2,20 +2,23 @@
 their Pinocchio 4.1 counterparts.
 
 `table1(quick=False)` returns the Table I scenarios as (label, model, q, constraints): the
-scene functions' worlds (`scenes.quadruped`, `scenes.humanoid`, `scenes.box_stack`,
+scene functions' worlds (`scenes.quadruped`, `scenes.biped` (Cassie: its 24 loop-closure rows
+are part of the constraints), `scenes.humanoid`, `scenes.box_stack`,
 `scenes.box_pyramid`, `scenes.pyramid_with_robots`), with the contacts the simulator's
 collision detection finds at q (contact patches of up to 4 points, the simulator's margin),
 as the paper does ("each pair of contacting surfaces is modeled with up to 4 contact
-points"). Standing robots and the boxes are taken at their initial state; the fallen robots
-and the robots on the pyramid after simulating the scene (`SETTLE` seconds, default settings):
-the robots lie on the ground / on the pyramid. "+JF" adds a joint-friction row per joint dof.
+points"). Standing robots and the boxes are taken at their initial state (Cassie after 1 s
+of standing: it starts on one point of one foot); the fallen robots and the robots on the
+pyramid after simulating the scene (`SETTLE` seconds, default settings): the robots lie on
+the ground / on the pyramid. "+JF" adds a joint-friction row per joint dof.
 
 `swimmer(n)` is the planar swimmer of Fig. 2 (a planar base and two point contacts per link,
 not the `scenes.swimmer` world).
 
 `pin_problem(model, q, constraints)` rebuilds the model in Pinocchio (free, revolute,
 prismatic and planar joints) and the constraints as `PointContactConstraintModel`s /
-`JointFrictionConstraintModel`s with the same rows (same frames, same order).
+`JointFrictionConstraintModel`s with the same rows (same frames, same order); a point loop
+closure is a point contact at its anchor (the same rows where the loop is closed).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from models import FREE, PLANAR, REVOLUTE, ModelBuilder
 from solvers import ContactSet, JointFriction
 
 # simulated seconds before the snapshot of the scenes that start in the air
-SETTLE = {"Go2 fallen": 1.0, "G1 fallen": 2.0, "Pyramid + robots": 1.0}
+SETTLE = {"Go2 fallen": 1.0, "G1 fallen": 2.0, "Pyramid + robots": 1.0, "Cassie standing": 1.0}
 
 
 def scene_problem(world, seconds=0.0):
@@ -40,7 +43,8 @@ def scene_problem(world, seconds=0.0):
         sim.run(int(round(seconds / world.dt)))
     q = sim.q.copy()
     c = sim.detector.detect(q)
-    return world.model, q, [ContactSet(c.body1, c.body2, c.position, c.frame, c.friction)]
+    # a scene's loop closures (Cassie) are constraint rows of every step as well
+    return world.model, q, [ContactSet(c.body1, c.body2, c.position, c.frame, c.friction)] + list(world.constraints)
 
 
 def with_joint_friction(model, cons):
@@ -48,12 +52,16 @@ def with_joint_friction(model, cons):
     return cons + [JointFriction(j, 1.0) for j in model.joint_names if model.jtype[model.joint_body(j)] != FREE]
 
 
-def table1(quick=False):
+def table1(quick=False, only=None):
     """Paper 000 Table I scenarios as (label, model, q, constraints); quick: the robots and
-    the box pyramid only."""
+    the box pyramid only; only: the scenarios whose label contains this text."""
+    if only:
+        return [s for s in table1(quick) if only.lower() in s[0].lower()] if not only.lower().startswith("cassie") \
+            else _cassie_rows()
     out = []
     worlds = [("Go2 standing", lambda: scenes.quadruped("go2", pose="standing")),
               ("Go2 fallen", lambda: scenes.quadruped("go2", pose="falling")),
+              ("Cassie standing", lambda: scenes.biped("cassie", pose="standing")),
               ("G1 standing", lambda: scenes.humanoid("g1", pose="standing")),
               ("G1 fallen", lambda: scenes.humanoid("g1", pose="falling"))]
     for label, make in worlds:
@@ -133,9 +141,14 @@ def pin_problem(model, q, cons, pm=None):
     seen_joint = set()
     for c in range(len(cs)):
         kind = cs.cb_kind[c]
-        if kind == 0:
+        if kind in (0, 1):    # a contact, or a point loop closure: a contact at the anchor in frame 1's axes
             b1, b2 = cs.cb_body[c]
-            p, R = cs.cb_f[c, :3], cs.cb_f[c, 3:12].reshape(3, 3)
+            f = cs.cb_f[c]
+            if kind == 0:
+                p, R = f[:3], f[3:12].reshape(3, 3)
+            else:
+                o1 = pd.oMi[int(b1) + 1]
+                R, p = o1.rotation @ f[3:12].reshape(3, 3), o1.rotation @ f[0:3] + o1.translation
             j1, j2 = int(b2) + 1, int(b1) + 1
 
             def place(j):
@@ -148,7 +161,7 @@ def pin_problem(model, q, cons, pm=None):
             dofs = cs.dof[cs.cb_row[c]:cs.cb_row[c] + cs.cb_nrows[c]]
             seen_joint.add(int(np.searchsorted(model.idx_v, dofs[0], side="right") - 1) + 1)
         else:
-            raise NotImplementedError("pin_problem: contacts and joint friction only")
+            raise NotImplementedError("pin_problem: contacts, point loop closures and joint friction only")
     if seen_joint:
         cms.append(pin.ConstraintModel(pin.JointFrictionConstraintModel(pm, sorted(seen_joint))))
     cds = pin.StdVec_ConstraintData()
@@ -164,3 +177,8 @@ def pin_compute(pm, pd, cms, cds, q, mu):
     pin.crba(pm, pd, q)
     for cm, cd in zip(cms, cds):
         cm.calc(pm, pd, cd)
+
+
+def _cassie_rows():
+    model, q, cons = scene_problem(scenes.biped("cassie", pose="standing"), SETTLE["Cassie standing"])
+    return [("Cassie standing", model, q, cons), ("Cassie standing +JF", model, q, with_joint_friction(model, cons))]

@@ -14,8 +14,10 @@ Conventions: a scene that needs more than the world's bodies carries it on the w
 `SCENES` maps the command line's scene names to (function, keyword arguments, default
 duration in seconds, description).
 """
+from .biped import biped
 from .boxes import box_pyramid, box_stack, pyramid_centres
 from .mechanisms import four_bar, slider_crank
+from .mjcf_scene import mjcf_scene
 from .pendulum import pendulum_benchmark
 from .robots import humanoid, pyramid_with_robots, quadruped
 from .swimmer import swimmer
@@ -30,13 +32,16 @@ SCENES = {
     "humanoid_falling": (humanoid, dict(pose="falling"), 2.0, "G1 dropped from 0.3 m, unactuated"),
     "talos": (humanoid, dict(robot="talos"), 2.0, "Talos standing, joint PD"),
     "quadruped": (quadruped, {}, 2.0, "Go2 standing, joint PD"),
+    "cassie": (biped, {}, 2.0, "Cassie standing, joint PD (SDF, closed loops, springs)"),
+    "cassie_falling": (biped, dict(pose="falling"), 2.0, "Cassie dropped from 0.3 m, springs only"),
     "four_bar": (four_bar, {}, 3.0, "motor-driven crank-rocker four-bar (loop closure)"),
     "slider_crank": (slider_crank, {}, 3.0, "motor-driven slider-crank (loop closure)"),
     "pendulum": (pendulum_benchmark, dict(n_links=12), 1.0, "paper 004's 12-link pendulum, minimal coordinates"),
     "pendulum_maximal": (pendulum_benchmark, dict(n_links=12, formulation="maximal"), 1.0,
                          "paper 004's 12-link pendulum, free spheres + hinge loop closures"),
     "swimmer": (swimmer, {}, 3.0, "8-link swimmer on the ground, travelling-wave PD"),
+    "mjcf": (mjcf_scene, {}, 2.0, "MJCF box pile and hinge chain, compiled by MuJoCo (mjcf extra)"),
 }
 
-__all__ = ["JointPD", "SCENES", "box_pyramid", "box_stack", "four_bar", "humanoid", "pendulum_benchmark",
-           "pyramid_centres", "pyramid_with_robots", "quadruped", "slider_crank", "swimmer"]
+__all__ = ["JointPD", "SCENES", "biped", "box_pyramid", "box_stack", "four_bar", "humanoid", "mjcf_scene",
+           "pendulum_benchmark", "pyramid_centres", "pyramid_with_robots", "quadruped", "slider_crank", "swimmer"]

@@ -16,6 +16,7 @@ import numpy as np
 import models
 from collision.shapes import load_convex_mesh
 from models import FREE, Geometry, ModelBuilder, ModelError
+from models.loaded import rot_to_quat_xyzw
 from models.model import check_inertia
 
 from ._checks import check_body, check_bool, check_int, check_number, check_quaternion, check_vector
@@ -34,22 +35,7 @@ def quat_to_matrix(qu):
 
 def matrix_to_quat(R):
     """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method)."""
-    R = np.asarray(R, dtype=float)
-    tr = np.trace(R)
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.empty(4)
-        q[i] = 0.25 * s
-        q[j] = (R[j, i] + R[i, j]) / s
-        q[k] = (R[k, i] + R[i, k]) / s
-        q[3] = (R[k, j] - R[j, k]) / s
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
+    return rot_to_quat_xyzw(R)
 
 
 # ------------------------------------------------------------------ inertia of shapes
@@ -78,6 +64,33 @@ def capsule_inertia(mass, radius, length):
     # hemispheres: own inertia 2/5 m r² about their flat face's center axis, CoM at 3r/8 from it
     ixx = mc * (3 * r * r + L * L) / 12.0 + ms * (0.4 * r * r + L * L / 4.0 + 3.0 * L * r / 8.0)
     return np.diag([ixx, ixx, izz])
+
+
+class JointSprings:
+    """Joint springs as an actuation callable: τ = −k (q − q_ref) on one-dof joints
+    (the `models.JointSpring`s SDF and MJCF files declare). ``springs(sim)`` → τ (nv,);
+    ``springs.torque(q)`` for a configuration. Add it to your own actuation to keep the
+    springs: ``Simulator(world, actuation=lambda sim: mine(sim) + world.actuation(sim))``."""
+
+    def __init__(self, model, springs):
+        self.model = model
+        self.springs = list(springs)
+        names = [model.joint_name(s.joint) for s in self.springs]
+        for n in names:
+            if model.nvs[model.joint_body(n)] != 1:
+                raise ModelError(f"joint '{n}': springs need a one-dof joint")
+        self.iq = np.array([model.joint_q_index(n) for n in names], dtype=np.int64)
+        self.iv = np.array([model.joint_v_index(n) for n in names], dtype=np.int64)
+        self.k = np.array([s.stiffness for s in self.springs], float)
+        self.ref = np.array([s.reference for s in self.springs], float)
+
+    def torque(self, q):
+        tau = np.zeros(self.model.nv)
+        np.add.at(tau, self.iv, -self.k * (np.asarray(q, float)[self.iq] - self.ref))
+        return tau
+
+    def __call__(self, sim):
+        return self.torque(sim.q)
 
 
 @dataclass
@@ -132,6 +145,8 @@ class WorldBuilder:
         self._static = []       # geometry attached to the world
         self._visual_static = []
         self._objects = {}
+        self._closures = []     # loop closures of SDF/MJCF robots (world.constraints)
+        self._springs = []      # their joint springs (world.actuation, see JointSprings)
 
     # ---------------------------------------------------------------- helpers
     def _name(self, name):
@@ -308,16 +323,25 @@ class WorldBuilder:
         elif package_dirs is not None and not hasattr(package_dirs, "__iter__"):
             raise TypeError(f"'{name}' package_dirs must be a list of folders, got {package_dirs!r}")
         group, mask = self._filter_bits(name, group, mask)
-        snapshot = (len(self._mb.bodies), len(self._mb.collision_geometries), len(self._mb.visual_geometries),
-                    len(self._mb.mimic), len(self._static), len(self._visual_static), dict(self._mb.frames))
+        snapshot = self._snapshot()
         try:
             return self._add_urdf(name, path, floating_base, p, qu, q, package_dirs, mat, mimic, group, mask)
         except Exception:
-            nb, nc, nv, nm, ns, nvs, frames = snapshot   # leave the builder as it was
-            del self._mb.bodies[nb:], self._mb.collision_geometries[nc:], self._mb.visual_geometries[nv:]
-            del self._mb.mimic[nm:], self._static[ns:], self._visual_static[nvs:]
-            self._mb.frames = frames
+            self._restore(snapshot)     # leave the builder as it was
             raise
+
+    def _snapshot(self):
+        return (len(self._mb.bodies), len(self._mb.collision_geometries), len(self._mb.visual_geometries),
+                len(self._mb.mimic), len(self._static), len(self._visual_static), dict(self._mb.frames),
+                len(self._closures), len(self._springs), len(self._q0), len(self._v0), dict(self._objects))
+
+    def _restore(self, snapshot):
+        nb, nc, nv, nm, ns, nvs, frames, ncl, nsp, nq, nv0, objects = snapshot
+        del self._mb.bodies[nb:], self._mb.collision_geometries[nc:], self._mb.visual_geometries[nv:]
+        del self._mb.mimic[nm:], self._static[ns:], self._visual_static[nvs:]
+        del self._closures[ncl:], self._springs[nsp:], self._q0[nq:], self._v0[nv0:]
+        self._mb.frames = frames
+        self._objects = objects
 
     def _add_urdf(self, name, path, floating_base, p, qu, q, package_dirs, mat, mimic, group, mask):
         first = len(self._mb.bodies)
@@ -330,13 +354,7 @@ class WorldBuilder:
             g.group, g.mask = group, mask
             if g.kind == "mesh":   # an unreadable or flat collision mesh is refused here, not at Simulator()
                 load_convex_mesh(g.mesh, g.scale, g.name)
-        # links welded to the world (fixed base) carry their geometry on body -1: keep it static
-        for lst, static in ((self._mb.collision_geometries, self._static),
-                            (self._mb.visual_geometries, self._visual_static)):
-            start = ng_c if lst is self._mb.collision_geometries else ng_v
-            moved = [g for g in lst[start:] if g.body < 0]
-            lst[start:] = [g for g in lst[start:] if g.body >= 0]
-            static.extend(moved)
+        self._keep_static(ng_c, ng_v)
         bodies = list(range(first, len(self._mb.bodies)))
         sub = models.Model(self._mb.bodies[first:])  # only for sizes and neutral of this robot
         q_robot = sub.neutral() if sub.nq else np.zeros(0)
@@ -352,6 +370,146 @@ class WorldBuilder:
         self._objects[name] = dict(kind="urdf", bodies=bodies, fixed=not floating_base, path=os.fspath(path))
         return name
 
+    def _keep_static(self, ng_c, ng_v):
+        """Links welded to the world (fixed base) carry their geometry on body -1: keep it static."""
+        for lst, static in ((self._mb.collision_geometries, self._static),
+                            (self._mb.visual_geometries, self._visual_static)):
+            start = ng_c if lst is self._mb.collision_geometries else ng_v
+            moved = [g for g in lst[start:] if g.body < 0]
+            lst[start:] = [g for g in lst[start:] if g.body >= 0]
+            static.extend(moved)
+
+    def add_sdf(self, name, path, floating_base=True, position=(0, 0, 0), quaternion=(0, 0, 0, 1), q=None,
+                package_dirs=None, friction=None, restitution=None, compliance=0.0, group=1, mask=0xFFFFFFFF,
+                model_name=None, loop_joints=None, gearbox=None, hinge_length=0.1):
+        """An SDF robot (`models.load_sdf`), closed loops included. Its bodies, joints and frames
+        are named ``"<name>/<link or joint>"``; the joints that close loops become
+        `LoopClosure`s in ``world.constraints`` and joint springs (``<spring_stiffness>``) a
+        `JointSprings` term of ``world.actuation`` (keep it when you pass your own actuation).
+        position/quaternion: placement of the SDF model frame (identity: the file's poses, e.g.
+        Cassie's pelvis 1.01 m up). q: initial positions of the tree's joints (the robot's nq
+        minus its free joint; default: the file's configuration, where the loops are closed); a
+        q that opens a loop is projected onto the closures by `build`. friction/restitution:
+        where the file's ``<surface>`` gives none (default: SDF's, μ = 1 and e = 0).
+        model_name, loop_joints, gearbox, hinge_length: see `models.load_sdf`."""
+        name = self._name(name)
+        p = check_vector(f"'{name}' position", position, 3)
+        qu = check_quaternion(f"'{name}' quaternion", quaternion)
+        mat = self._material(name, 1.0 if friction is None else friction, 0.0 if restitution is None else restitution,
+                             compliance)
+        floating_base = check_bool(f"'{name}' floating_base", floating_base)
+        package_dirs = self._package_dirs(name, package_dirs)
+        group, mask = self._filter_bits(name, group, mask)
+        snapshot = self._snapshot()
+        try:
+            def append(mb):
+                return models.sdf._append_sdf(path, mb, name + "/", floating_base, package_dirs,
+                                              (p, quat_to_matrix(qu)), True, model_name, loop_joints, gearbox,
+                                              hinge_length)
+            self._append_file(name, "sdf", path, append, mat, group, mask)
+            if q is not None:
+                self._set_tree_q(name, q, floating_base)
+            return name
+        except Exception:
+            self._restore(snapshot)
+            raise
+
+    def add_mjcf(self, name, path, position=(0, 0, 0), quaternion=(0, 0, 0, 1), qpos=None, friction=None,
+                 restitution=0.0, compliance=0.0, group=None, mask=None, unsupported="error"):
+        """An MJCF model compiled by MuJoCo (`models.load_mjcf`; needs the ``mjcf`` extra): its
+        bodies, free bodies and static geometry (the worldbody's). Bodies, joints, frames and
+        geometries are named ``"<name>/<MuJoCo name>"``; connect and weld equalities become
+        `LoopClosure`s in ``world.constraints``, joint springs a `JointSprings` term of
+        ``world.actuation``. position/quaternion: placement of MuJoCo's world frame. qpos:
+        initial configuration in MuJoCo's layout (default its qpos0), converted by the model's
+        `models.MJCFMap` (``world.objects[name]["mjcf"]``; q and v of the object start at
+        ``world.objects[name]["q_start"]``/``["v_start"]``). friction, group, mask: None keeps
+        the file's (geom friction, contype, conaffinity). The file's gravity must be the
+        world's."""
+        name = self._name(name)
+        p = check_vector(f"'{name}' position", position, 3)
+        qu = check_quaternion(f"'{name}' quaternion", quaternion)
+        mat = self._material(name, 0.5 if friction is None else friction, restitution, compliance)
+        if group is not None or mask is not None:
+            group, mask = self._filter_bits(name, 1 if group is None else group, 0xFFFFFFFF if mask is None else mask)
+        snapshot = self._snapshot()
+        try:
+            compiled = models.mjcf._compile(path)
+            m = compiled[1]
+            g = np.zeros(3) if int(m.opt.disableflags) & models.mjcf._DSBL_GRAVITY else np.asarray(m.opt.gravity)
+            if np.abs(g - self.gravity).max() > 1e-9:
+                raise ValueError(f"'{name}': {path} has gravity {g.tolist()} but the world's is "
+                                 f"{self.gravity.tolist()}; build the world with WorldBuilder(gravity=...)")
+
+            def append(mb):
+                return models.mjcf._append_mjcf(path, mb, name + "/", (p, quat_to_matrix(qu)), True, unsupported,
+                                                None, compiled)
+            keep = dict(friction=friction is None, group=group is None)
+            loaded = self._append_file(name, "mjcf", path, append, mat, group, mask, keep=keep)
+            obj = self._objects[name]
+            obj["mjcf"] = loaded.info["map"]
+            obj["timestep"] = loaded.info["timestep"]
+            if qpos is not None:
+                qpos = check_vector(f"'{name}' qpos", qpos, obj["mjcf"].nq)
+                qr = obj["mjcf"].qpos_to_q(qpos)
+                models.Model(self._mb.bodies[obj["first_body"]:]).check_q(qr, f"'{name}' qpos")
+                self._q0[obj["q_part"]] = qr
+            return name
+        except Exception:
+            self._restore(snapshot)
+            raise
+
+    @staticmethod
+    def _package_dirs(name, package_dirs):
+        if isinstance(package_dirs, (str, os.PathLike)):
+            return [package_dirs]
+        if package_dirs is not None and not hasattr(package_dirs, "__iter__"):
+            raise TypeError(f"'{name}' package_dirs must be a list of folders, got {package_dirs!r}")
+        return package_dirs
+
+    def _append_file(self, name, kind, path, append, mat, group, mask, keep=None):
+        """Run a loader that appends to the model builder (`models.loaded.Loaded` back), then
+        give its collision geometry the materials (the file's where it has them) and record the
+        object, its initial state, closures and springs."""
+        keep = keep or {}
+        first = len(self._mb.bodies)
+        ng_c, ng_v = len(self._mb.collision_geometries), len(self._mb.visual_geometries)
+        loaded = append(self._mb)
+        for g in self._mb.collision_geometries[ng_c:]:
+            mu, e = getattr(g, "sdf_friction", None), getattr(g, "sdf_restitution", None)
+            if not keep.get("friction"):
+                g.friction = mat["friction"] if mu is None else mu
+            g.restitution = mat["restitution"] if e is None else e
+            g.compliance = mat["compliance"]
+            if not keep.get("group"):
+                g.group, g.mask = group, mask
+            if g.kind == "mesh":   # an unreadable or flat collision mesh is refused here, not at Simulator()
+                load_convex_mesh(g.mesh, g.scale, g.name)
+        self._keep_static(ng_c, ng_v)
+        bodies = list(range(first, len(self._mb.bodies)))
+        q_start = sum(len(x) for x in self._q0)
+        v_start = sum(len(x) for x in self._v0)
+        sub = models.Model(self._mb.bodies[first:])
+        self._q0.append(np.asarray(loaded.q0, float).copy())
+        self._v0.append(np.zeros(sub.nv))
+        self._closures.extend(loaded.closures)
+        self._springs.extend(loaded.springs)
+        self._objects[name] = dict(kind=kind, bodies=bodies, fixed=not any(self._mb.bodies[i]["jtype"] == FREE
+                                                                           for i in bodies),
+                                   path=os.fspath(path), first_body=first, q_start=q_start, v_start=v_start,
+                                   q_part=len(self._q0) - 1, closures=list(loaded.closures),
+                                   springs=list(loaded.springs), info=loaded.info)
+        return loaded
+
+    def _set_tree_q(self, name, q, floating_base):
+        obj = self._objects[name]
+        sub = models.Model(self._mb.bodies[obj["first_body"]:])
+        q_robot = self._q0[obj["q_part"]].copy()
+        nq_free = 7 if floating_base and obj["bodies"] and sub.jtype[0] == FREE else 0
+        q_robot[nq_free:] = check_vector(f"'{name}' q", q, sub.nq - nq_free)
+        sub.check_q(q_robot, f"'{name}' q")
+        self._q0[obj["q_part"]] = q_robot
+
     def build(self):
         """Assemble the `World`. Raises ModelError if some joint moves no mass (singular M)."""
         model = self._mb.build()
@@ -361,5 +519,16 @@ class WorldBuilder:
         q0 = np.concatenate(self._q0) if self._q0 else np.zeros(0)
         v0 = np.concatenate(self._v0) if self._v0 else np.zeros(0)
         model.check_q(q0, "initial q")
-        return World(model=model, q0=q0, v0=v0, geometries=model.collision_geometries,
-                     visuals=model.visual_geometries, objects=dict(self._objects), gravity=self.gravity.copy())
+        world = World(model=model, q0=q0, v0=v0, geometries=model.collision_geometries,
+                      visuals=model.visual_geometries, objects=dict(self._objects), gravity=self.gravity.copy())
+        if self._closures:      # SDF/MJCF loops: closed in q0 (a user's q may open them)
+            from .projection import project_loop_closures
+            world.constraints = list(self._closures)
+            r = project_loop_closures(model, q0, world.constraints, tol=1e-12, max_iter=50)
+            if r.residual > 1e-6:       # m; files round π/2 and the like, which can leave ~1e-8
+                raise ModelError(f"the initial configuration cannot be brought onto the loop closures "
+                                 f"(largest error {r.residual:.3g} after {r.iterations} projection steps)")
+            world.q0 = r.q
+        if self._springs:
+            world.actuation = JointSprings(model, self._springs)
+        return world

@@ -318,10 +318,7 @@ class WorldBuilder:
         qu = check_quaternion(f"'{name}' quaternion", quaternion)
         mat = self._material(name, friction, restitution, compliance)
         floating_base = check_bool(f"'{name}' floating_base", floating_base)
-        if isinstance(package_dirs, (str, os.PathLike)):
-            package_dirs = [package_dirs]
-        elif package_dirs is not None and not hasattr(package_dirs, "__iter__"):
-            raise TypeError(f"'{name}' package_dirs must be a list of folders, got {package_dirs!r}")
+        package_dirs = self._package_dirs(name, package_dirs)
         group, mask = self._filter_bits(name, group, mask)
         snapshot = self._snapshot()
         try:
@@ -349,12 +346,7 @@ class WorldBuilder:
         models.load_urdf(path, floating_base=floating_base, package_dirs=package_dirs, mimic=mimic,
                          prefix=name + "/", root_placement=(p, quat_to_matrix(qu)), builder=self._mb,
                          gravity=self.gravity)
-        for g in self._mb.collision_geometries[ng_c:]:
-            g.friction, g.restitution, g.compliance = mat["friction"], mat["restitution"], mat["compliance"]
-            g.group, g.mask = group, mask
-            if g.kind == "mesh":   # an unreadable or flat collision mesh is refused here, not at Simulator()
-                load_convex_mesh(g.mesh, g.scale, g.name)
-        self._keep_static(ng_c, ng_v)
+        self._dress_geometry(ng_c, ng_v, mat, group, mask)
         bodies = list(range(first, len(self._mb.bodies)))
         sub = models.Model(self._mb.bodies[first:])  # only for sizes and neutral of this robot
         q_robot = sub.neutral() if sub.nq else np.zeros(0)
@@ -369,6 +361,25 @@ class WorldBuilder:
         self._v0.append(np.zeros(sub.nv))
         self._objects[name] = dict(kind="urdf", bodies=bodies, fixed=not floating_base, path=os.fspath(path))
         return name
+
+    def _dress_geometry(self, ng_c, ng_v, mat, group, mask, keep=None):
+        """The collision geometries a loader appended from index ng_c (visuals from ng_v): the
+        materials mat (the file's friction/restitution where it gives them, SDF's ``<surface>``),
+        the filter bits (keep={"friction": True, "group": True} leaves the file's), each mesh
+        loaded now (an unreadable or flat collision mesh is refused here, not at Simulator()),
+        then the geometry of links welded to the world made static (`_keep_static`)."""
+        keep = keep or {}
+        for g in self._mb.collision_geometries[ng_c:]:
+            mu, e = getattr(g, "sdf_friction", None), getattr(g, "sdf_restitution", None)
+            if not keep.get("friction"):
+                g.friction = mat["friction"] if mu is None else mu
+            g.restitution = mat["restitution"] if e is None else e
+            g.compliance = mat["compliance"]
+            if not keep.get("group"):
+                g.group, g.mask = group, mask
+            if g.kind == "mesh":
+                load_convex_mesh(g.mesh, g.scale, g.name)
+        self._keep_static(ng_c, ng_v)
 
     def _keep_static(self, ng_c, ng_v):
         """Links welded to the world (fixed base) carry their geometry on body -1: keep it static."""
@@ -471,21 +482,10 @@ class WorldBuilder:
         """Run a loader that appends to the model builder (`models.loaded.Loaded` back), then
         give its collision geometry the materials (the file's where it has them) and record the
         object, its initial state, closures and springs."""
-        keep = keep or {}
         first = len(self._mb.bodies)
         ng_c, ng_v = len(self._mb.collision_geometries), len(self._mb.visual_geometries)
         loaded = append(self._mb)
-        for g in self._mb.collision_geometries[ng_c:]:
-            mu, e = getattr(g, "sdf_friction", None), getattr(g, "sdf_restitution", None)
-            if not keep.get("friction"):
-                g.friction = mat["friction"] if mu is None else mu
-            g.restitution = mat["restitution"] if e is None else e
-            g.compliance = mat["compliance"]
-            if not keep.get("group"):
-                g.group, g.mask = group, mask
-            if g.kind == "mesh":   # an unreadable or flat collision mesh is refused here, not at Simulator()
-                load_convex_mesh(g.mesh, g.scale, g.name)
-        self._keep_static(ng_c, ng_v)
+        self._dress_geometry(ng_c, ng_v, mat, group, mask, keep)
         bodies = list(range(first, len(self._mb.bodies)))
         q_start = sum(len(x) for x in self._q0)
         v_start = sum(len(x) for x in self._v0)

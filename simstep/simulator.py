@@ -276,7 +276,7 @@ class Simulator:
         self._warm_tail = None
         self._eig = None
         self._tail = None
-        self._last_set = None    # (tail, contact keys, ConstraintSet, ConeSet) of the last step with contacts
+        self._last_set = None    # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
         self._op = None          # last step's operator (its arrays are reused by the next one)
         self.stats = StepStats()
         self._prev = None          # (q, v) at the last step's start, for `imu`

@@ -324,8 +324,8 @@ class ConstraintSet:
     def refresh_contacts(self, position, frame):
         """The same contacts (bodies, friction, order) at new points (k, 3) and frames (k, 3, 3):
         the rows' data is rewritten in place, so the coupling pairs, graph key and elimination
-        structure cached on this set stay valid (a simulator step whose contact keys did not
-        change). Only for a set built by `with_contacts`."""
+        structure cached on this set stay valid (a simulator step whose contacts come from the
+        same geometry pairs in the same order). Only for a set built by `with_contacts`."""
         c0 = self.constraints[0]
         if position.shape != c0.position.shape or frame.shape != c0.frame.shape:
             raise ValueError("refresh_contacts: the number of contacts changed")

@@ -103,11 +103,16 @@ class _Rows:
         # the matrix-free operator reads contacts as (p, R) (cs.contact_arrays), not as rows
         self.kA = np.zeros((m, 6)) if matrix_free else np.empty((m, 6))
         self.kB = np.zeros((m, 6)) if matrix_free else np.empty((m, 6))
-        rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, data.oR, data.op,
-                    self.la, self.lb, self.kA, self.kB, not matrix_free)
+        self._compute_rows(data, not matrix_free)
         self.dof = cs.dof
         self.sg = cs.sg
         self.rows = (self.la, self.lb, self.kA, self.kB, self.dof, self.sg) + cs.contact_arrays()
+
+    def _compute_rows(self, data, contact_rows):
+        """la, lb, kA, kB of the constraint set at data's placements, in place (`rows_kernel`)."""
+        cs = self.cs
+        rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, data.oR, data.op,
+                    self.la, self.lb, self.kA, self.kB, contact_rows)
 
     def _need_aba(self):
         if not self._aba:
@@ -179,10 +184,8 @@ class MatrixFreeDelassus(_Rows):
         path of a simulator whose contact set did not change."""
         if data.model is not self.model:
             raise ValueError("data was created for another model")
-        cs = self.cs
         self.data, self._aba = data, True
-        rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, data.oR, data.op,
-                    self.la, self.lb, self.kA, self.kB, False)
+        self._compute_rows(data, False)
         if self._fac is not None:
             self._fac[11][0] = 0         # the unit sums Σ KᵀK belong to the old q
         self._factored = False

@@ -420,3 +420,33 @@ def test_simulator_run_live_play_and_contact_forces(live_viewer):
     anim = umsgpack.unpackb(v._record.animation)
     times = np.frombuffer(anim["animations"][0]["clip"]["tracks"][0]["times"].data, "<f4")
     assert times[-1] == pytest.approx(traj.t[-1] - traj.t[0], rel=1e-5)
+
+
+def _fake_chromium(tmp_path, script):
+    """An executable standing in for chromium: `script` is its shell body; $png is the
+    --screenshot= path it was given, $count a file counting its starts."""
+    exe = tmp_path / "chromium"
+    exe.write_text("#!/bin/sh\ncount=%s\necho x >> $count\n"
+                   "for a in \"$@\"; do case $a in --screenshot=*) png=${a#--screenshot=};; esac; done\n%s\n"
+                   % (tmp_path / "starts", script))
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_screenshot_retries_a_chromium_start_that_hangs(tmp_path):
+    from viewer.screenshot import screenshot
+    # first start hangs past the timeout, the second writes the picture
+    exe = _fake_chromium(tmp_path, '[ $(wc -l < $count) -ge 2 ] && echo png > "$png" && exit 0\nsleep 30')
+    t = time.perf_counter()
+    out = screenshot("file:///x.html", tmp_path / "a.png", chromium=exe, timeout=1.0)
+    assert open(out).read() == "png\n"
+    assert (tmp_path / "starts").read_text().count("x") == 2
+    assert time.perf_counter() - t < 10   # the hung start's process group was ended
+
+
+def test_screenshot_names_every_failed_start(tmp_path):
+    from viewer.screenshot import screenshot
+    exe = _fake_chromium(tmp_path, 'echo "GPU process died" >&2; exit 3')
+    with pytest.raises(RuntimeError, match=r"(?s)in 3 starts: exit 3.*GPU process died"):
+        screenshot("file:///x.html", tmp_path / "a.png", chromium=exe, timeout=5)
+    assert (tmp_path / "starts").read_text().count("x") == 3

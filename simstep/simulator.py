@@ -595,9 +595,12 @@ class Simulator:
             phase[0] = f"the {self.solver_name.upper()} contact solver"
             x0 = self._warm_start(c, k, mrows)
             if self.solver_name == "admm":
+                # the bodies' incoming constraint velocity J v: a polish's correction of it is left
+                # out of the next warm start (`solvers.admm.rest_impulses_kernel`)
+                jv = None if x0 is None else op.J_apply(v)
                 res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0,
-                                      max_eigenvalue=self._max_eigenvalue(op, cs))
-                lam = res.lam
+                                      max_eigenvalue=self._max_eigenvalue(op, cs), jv=jv)
+                lam, warm_lam = res.lam, res.warm_next
                 st.iterations, st.converged = res.iterations, res.converged
                 st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
                 st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
@@ -605,7 +608,7 @@ class Simulator:
             else:
                 G = op.matrix() if hasattr(op, "matrix") else np.column_stack([op.matvec(e) for e in np.eye(mrows)])
                 res = self.pgs.solve(G, g, cones, compliance=compliance, x0=x0)
-                lam = res.lam
+                lam = warm_lam = res.lam
                 st.iterations, st.converged, st.primal_residual = res.iterations, res.converged, res.max_change
             st.time_solver = time.perf_counter() - t0
             t0 = time.perf_counter()
@@ -615,6 +618,7 @@ class Simulator:
             st.time_operator = time.perf_counter() - t0
             t0 = time.perf_counter()
             v_next = v_free
+            warm_lam = lam
         # 6. integrate: q⁺ = q ⊕ dt v⁺ (free joints on SO(3) × R³) and v⁺ in the new body axes
         phase[0] = "the integration"
         q_next, v_state = np.empty(m.nq), np.empty(m.nv)
@@ -639,7 +643,7 @@ class Simulator:
         self._fext[:] = 0.0
         imp = lam[:3 * k].reshape(k, 3)
         self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key, dt)
-        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = c.key, c.position, c.frame, lam
+        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = c.key, c.position, c.frame, warm_lam
         self._warm_tail = self._tail
         self.applied_torque = np.array(st_tau, float)      # a copy: actuation arrays may be reused
         st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0

@@ -58,6 +58,7 @@ from . import cones as _cones
 from . import delassus_kernels as _dk
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
+from .opstate import operator_state
 from .scaling import delassus_diagonal_kernel
 from . import scaling as _scaling
 
@@ -123,6 +124,7 @@ class ADMMResult:
     velocity_residual: float = 0.0
     polish_solves: int = 0
     history: list = field(default_factory=list)
+    warm_next: np.ndarray | None = None     # the next step's warm start (see `ADMMSolver.solve`)
 
 
 @njit(cache=True)
@@ -369,15 +371,40 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
 
 
 @njit(cache=True)
-def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp,
-                lam, sigma, hist):
+def rest_impulses_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, out):
+    """The impulses of a polish without the part that cancelled the incoming velocity:
+    out = Π_K(λ − Δ_v), Δ_v = −(G_EE + R_c + δ I)⁻¹ (J v)_E on the rows E the polish solved
+    (fixed = 0), 0 on its fixed rows; on the polish's factorisation, still in place (one solve).
+
+    g = J v + g_rest: J v is the velocity the bodies bring into the step, the residual a
+    previous accepted λ left. The polish zeroes it along with the rest, so its λ carries a
+    one-step correction; kept as the next warm start, that correction comes back as a velocity
+    error of the same size with the other sign, and on a settled pile the warm start then fails
+    the tolerance every second step (10-box pyramid: 47% of steps polished). λ − Δ_v balances
+    g_rest alone: the impulse of the equilibrium the step settles into."""
+    m = lam.shape[0]
+    b = np.empty(m)
+    x = np.empty(m)
+    for r in range(m):
+        b[r] = 0.0 if fixed[r] else -jv[r]
+    _op_solve(dense, geo, fac, ws, dn, b, x)
+    for r in range(m):
+        x[r] = lam[r] if fixed[r] else lam[r] - x[r]
+    project_kernel(kind, start, size, param, x, out)
+
+
+@njit(cache=True)
+def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, ip, fp, lam, sigma, lam_next,
+                hist):
     """The ADMM iterations of the module docstring on one operator, entirely compiled.
 
-    dense: 1 drives the explicit operator dn = (G, C, d, t), 0 the matrix-free one (geo, fac,
-    ws) (`delassus_kernels`); the other operator's tuples are placeholders. ip = (max_iter,
+    state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
+    dn = (G, C, d, t), 0 the matrix-free one (geo, fac, ws) (`delassus_kernels`); the other
+    operator's tuples are placeholders. ip = (max_iter,
     ncp, osqp rule, record, polish, Lanczos steps); fp = (τ, μ_prox, tol (m/s), primal/dual
     ratio, ρ exponent, spectral step exponent, L = λ_max(G), ρ_min, α, scaling exponent p,
     λ_max(S G S) if known else 0). x0: warm start, kept if its velocity residual beats λ = 0.
+    jv: the incoming velocity J v (m,) that g contains, or empty.
 
     Scaling: the iterations run on λ̃ = S⁻¹ λ, G̃ = S G S, g̃ = S g with S = `scale_kernel`
     (p > 0), ρ from λ_max(G̃); the warm start, the polish, the stopping test and the returned λ,
@@ -388,10 +415,12 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
     exactly with λ (`velocity_residual_kernel`). That test costs one operator product, so it
     runs when the iteration's own velocity mismatch r_d is below tol and, unless L r_p is too,
     at most every 10 iterations, and every 25 iterations to keep the best point for the cap.
-    Writes λ and σ'; hist (max_iter, 4) gets (r_p, r_d, r_v, ρ) per iteration if recording
+    Writes λ, σ' and λ_next, the next step's warm start: λ, or after an accepted polish with jv
+    given, λ without its correction of jv (`rest_impulses_kernel`). hist (max_iter, 4) gets (r_p, r_d, r_v, ρ) per iteration if recording
     (r_v = −1 where not evaluated; r_p, r_d scaled). Returns (iterations, converged, r_p, r_d,
     r_v, r_c, ρ, ρ updates, warm started, polish solves, the λ_max the iterations used (0 if
     none ran))."""
+    dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
     max_iter, ncp, osqp, record, polish = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0, ip[4] != 0
     eig_iters = ip[5]
     tau, mu_prox, tol, ratio, rho_power, factor, L, rho_min, alpha = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], \
@@ -419,6 +448,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
         lam[:] = x
         sigma[:] = z
+        lam_next[:] = x
         return 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0
     fixed = np.empty(m, np.int64)
     n_polish = 0
@@ -431,6 +461,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
         rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
                              fixed, lam, sigma)
         if rpol[0] <= tol:
+            _next_warm_start(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next)
             return 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
@@ -514,6 +545,7 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             if rpol[0] <= tol:
                 lam[:] = xw_p
                 sigma[:] = sw
+                _next_warm_start(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next)
                 return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish, L
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
@@ -546,7 +578,17 @@ def admm_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc
             yp[:], sigma[:] = best_lam, best_sig
             rv, rc = best
     lam[:] = yp
+    lam_next[:] = yp
     return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L
+
+
+@njit(cache=True)
+def _next_warm_start(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next):
+    """λ_next after an accepted polish: `rest_impulses_kernel` if jv was given, else λ."""
+    if jv.shape[0] == lam.shape[0]:
+        rest_impulses_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next)
+    else:
+        lam_next[:] = lam
 
 
 def lanczos_max_eigenvalue(matvec, m, iters=20):
@@ -617,6 +659,18 @@ def _kernel_operator(op, m):
     return 1, mf_ph[0], mf_ph[1], mf_ph[2], state
 
 
+def _operator_state(op, m):
+    """(dense, `_kernel_operator`'s parts as one `OperatorState`), the state cached on the
+    operator (its ``_kernel_states`` list) while its arrays stay the same objects."""
+    parts = _kernel_operator(op, m)
+    cache = getattr(op, "_kernel_states", None)
+    if cache is None:
+        cache = []
+        if hasattr(op, "kernel_state"):      # an operator of ours: keep the states with it
+            op._kernel_states = cache
+    return parts[0], operator_state(parts, cache)
+
+
 class ADMMSolver:
     """Frictional contact solver; keeps the ρ exponent between solves (a warm start for ρ).
 
@@ -633,10 +687,13 @@ class ADMMSolver:
         self.rho_power = self.settings.rho_power
         self._scaled_eig = (None, 0.0)
 
-    def solve(self, op, g, cones: ConeSet, compliance=None, x0=None, record=False, max_eigenvalue=None):
+    def solve(self, op, g, cones: ConeSet, compliance=None, x0=None, record=False, max_eigenvalue=None, jv=None):
         """Solve the NCP (or its convex relaxation) for λ. compliance: R_c (m,) or None;
         x0: warm start (kept only if its residual beats λ = 0); max_eigenvalue: λ_max(G) if
-        the caller has an estimate (else the operator's own estimate is used)."""
+        the caller has an estimate (else the operator's own estimate is used); jv: the part
+        of g that is the bodies' incoming velocity J v (m,), if known. The result's warm_next
+        is the warm start for the next time step: λ, or after a polish and with jv given, λ
+        without the correction of jv (`rest_impulses_kernel`)."""
         st = self.settings
         t0 = time.perf_counter()
         g = np.ascontiguousarray(g, dtype=float)
@@ -662,20 +719,23 @@ class ADMMSolver:
         # λ_max of the scaled G: kept while the caller's λ_max(G) (cached per constraint graph) is
         L_scaled = self._scaled_eig[1] if self._scaled_eig[0] == (L, m) else 0.0
 
-        dense, geo, fac, ws, dn = _kernel_operator(op, m)
+        dense, state = _operator_state(op, m)
         use_x0 = bool(st.warm_start and x0 is not None)
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
+        jv = _EMPTY if jv is None else np.ascontiguousarray(jv, dtype=float)
+        if jv.size and (jv.shape != (m,) or not math.isfinite(jv.sum())):
+            raise ValueError(f"jv must be finite with shape ({m},), got shape {jv.shape}")
         ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record, st.polish, st.eig_iters], np.int64)
         tol = st.eps_abs + (st.eps_rel * float(np.abs(g).max()) if st.eps_rel > 0 else 0.0)
         fp = np.array([st.tau, st.mu_prox, tol, st.ratio_primal_dual, self.rho_power, st.rho_power_factor, L, mm,
                        st.relaxation, st.scaling, L_scaled])
-        lam, sigma = np.empty(m), np.empty(m)
+        lam, sigma, lam_next = np.empty(m), np.empty(m), np.empty(m)
         hist = np.empty((st.max_iter if record else 0, 4))
         it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L_used = admm_kernel(
-            dense, geo, fac, ws, dn, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
-            x0, use_x0, ip, fp, lam, sigma, hist)
+            state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
+            x0, use_x0, jv, ip, fp, lam, sigma, lam_next, hist)
         if not dense and it > 0:
             op._factored = True
         if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)
@@ -687,4 +747,4 @@ class ADMMSolver:
         return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=bool(converged), primal_residual=rp,
                           dual_residual=rd, complementarity=rc, rho=rho, rho_updates=int(n_updates),
                           max_eigenvalue=L, warm_started=bool(warm), time=time.perf_counter() - t0,
-                          velocity_residual=rv, polish_solves=int(n_polish), history=history)
+                          velocity_residual=rv, polish_solves=int(n_polish), history=history, warm_next=lam_next)

@@ -38,7 +38,7 @@ import models.kinematics
 import models.spatial
 import solvers.constraints
 import solvers.delassus_kernels
-from models.dynamics import spd_inverse
+from models.dynamics import aba_factor_kernel, spd_inverse
 from models.jitcache import drop_stale_cache
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
@@ -109,13 +109,26 @@ def side_rows_kernel(jint, S, st, kA, kB, dof, sg, Kp):
 
 @njit(cache=True, inline="always")
 def _add_pair(G, side_row, r, s, v):
-    """G += v (e_ρr e_ρsᵀ + e_ρs e_ρrᵀ) for sides r < s (once for r = s): G = Pᵀ Lᴬ P."""
+    """Upper triangle of G += v (e_ρr e_ρsᵀ + e_ρs e_ρrᵀ) for sides r < s (once for r = s):
+    G = Pᵀ Lᴬ P; `symmetrize_kernel` mirrors it at the end (one write per pair, in rows)."""
     a, b = side_row[r], side_row[s]
-    if r == s:
-        G[a, a] += v
-    else:
+    if a == b:
+        G[a, a] += v if r == s else 2.0 * v
+    elif a < b:
         G[a, b] += v
+    else:
         G[b, a] += v
+
+
+@njit(cache=True)
+def symmetrize_kernel(G):
+    """G's lower triangle from its upper one, in 32 × 32 tiles (cache-friendly transpose)."""
+    m = G.shape[0]
+    for i0 in range(0, m, 32):
+        for j0 in range(i0, m, 32):
+            for i in range(i0, min(i0 + 32, m)):
+                for j in range(max(j0, i + 1), min(j0 + 32, m)):
+                    G[j, i] = G[i, j]
 
 
 # --------------------------------------------------------------------------- PV-OSIM (Alg. 1)
@@ -157,6 +170,7 @@ def pv_osim_kernel(jint, S, U, Dinv, st, Kp, W, G):
                     for k in range(nvi):
                         t += U[c, iv + k] * W[r, k]
                     Kp[r, c] -= t
+    symmetrize_kernel(G)
 
 
 # --------------------------------------------------------------------------- PV-OSIMr (Alg. 3)
@@ -291,6 +305,7 @@ def assemble_kernel(st, EP, O0, Kp, W, G):
                 for a in range(6):
                     Kp[r, a] = (E[a, 0] * k0 + E[a, 1] * k1 + E[a, 2] * k2 + E[a, 3] * k3
                                 + E[a, 4] * k4 + E[a, 5] * k5)
+    symmetrize_kernel(G)
 
 
 @njit(cache=True)
@@ -305,10 +320,18 @@ def pv_osimr_kernel(jint, S, U, Dinv, st, kA, kB, dof, sg, ws, G):
 
 
 @njit(cache=True)
-def pv_osim_driver(jint, S, U, Dinv, st, kA, kB, dof, sg, ws, G):
-    """G = J M⁻¹ Jᵀ by PV-OSIM (paper 001 Alg. 1), O(n + m² d)."""
-    side_rows_kernel(jint, S, st, kA, kB, dof, sg, ws.Kp)
-    pv_osim_kernel(jint, S, U, Dinv, st, ws.Kp, ws.W, G)
+def delassus_kernel(method, jint, armature, S, H, IA, U, Dinv, st, kA, kB, dof, sg, ws, G):
+    """The ABA backward pass on inertias H and armature (`aba_factor_kernel`: Hᴬ, U, D⁻¹), then
+    G = J M⁻¹ Jᵀ by PV-OSIMr (method 0, Alg. 3) or PV-OSIM (method 1, Alg. 1). Returns False
+    (G untouched) if some Dᵢ is not positive definite."""
+    if not aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
+        return False
+    if method == 0:
+        pv_osimr_kernel(jint, S, U, Dinv, st, kA, kB, dof, sg, ws, G)
+    else:
+        side_rows_kernel(jint, S, st, kA, kB, dof, sg, ws.Kp)
+        pv_osim_kernel(jint, S, U, Dinv, st, ws.Kp, ws.W, G)
+    return True
 
 
 # --------------------------------------------------------------------------- cABA-OSIM (Alg. 5)

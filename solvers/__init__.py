@@ -3,11 +3,15 @@
 - `DenseDelassus`: explicit baseline (J, CRBA, Cholesky).
 - `MatrixFreeDelassus`: Λ⁻¹ in two ABA sweeps and Λ_R by LCABA + the matrix inversion lemma.
 - `ConstraintSet`: constraints resolved against a model into flat arrays.
+- `pv_osimr`, `pv_osim`: the explicit Delassus matrix by articulated-body recursions;
+  `caba_osim`, `caba_osimf`: the damped inverse (G + diag d)⁻¹ explicitly (`solvers.osim`).
 """
 from .constraints import (Contact, ContactSet, ConstraintSet, JointFriction, JointLimit, LoopClosure,
                           as_constraint_set)
 from .delassus import DenseDelassus, MatrixFreeDelassus
 from .elimination import Elimination, elimination_order
+from .osim import caba_osim, caba_osimf, pv_osim, pv_osimr
 
 __all__ = ["Contact", "ContactSet", "ConstraintSet", "JointFriction", "JointLimit", "LoopClosure",
-           "as_constraint_set", "DenseDelassus", "MatrixFreeDelassus", "Elimination", "elimination_order"]
+           "as_constraint_set", "DenseDelassus", "MatrixFreeDelassus", "Elimination", "elimination_order",
+           "pv_osimr", "pv_osim", "caba_osim", "caba_osimf"]

@@ -1,0 +1,369 @@
+"""Numba kernels of constrained forward dynamics (paper 002: Sathya and Carpentier,
+"Constrained Articulated Body Dynamics Algorithms"). World frame, Featherstone's symbols.
+
+Conventions (as in `models.dynamics`): spatial vectors (linear, angular) in world axes about
+the world origin; pᴬ is the articulated *bias* force (pᴬ = −fᴬ of the paper), U = Iᴬ S,
+D = Sᵀ U (+ armature), u = τ − Sᵀ pᴬ, c = v × S q̇ (the paper's a_b), a₀ = (−g, 0).
+
+Rows (see `constraints.rows_kernel`, contact rows included): link row r on link la[r] with
+spatial row kA[r] (unary: the world or the same link on the other side), joint row r on
+dof[r] with sign sg[r]. The paper's Kᵢ aᵢ = kᵢ (Eq. 20c) reads kA[r]·a_{la[r]} = k[r] and
+sg[r] q̈_{dof[r]} = k[r]; its multipliers λ enter as M q̈ = τ − c − Jᵀ λ.
+
+Tree structure for the sweeps over 𝒮_E (links supporting a constraint): `lptr`/`lrow` list
+the link rows of each link (CSR), `jrow` the joint rows, `se` (n,) 1 for links in 𝒮_E.
+"""
+import numpy as np
+from numba import njit
+
+import models.dynamics
+import models.joints
+import models.kinematics
+import models.spatial
+from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
+from models.jitcache import drop_stale_cache
+
+drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
+                            models.joints.__file__])
+
+
+# --------------------------------------------------------------------------- shared pieces
+@njit(cache=True)
+def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
+    """First forward sweep (paper 002 Alg. 1 lines 1–4 without τ): vᵢ = v_λ(i) + Sᵢ q̇ᵢ,
+    cᵢ = vᵢ × Sᵢ q̇ᵢ (a_b,ᵢ), pᴬᵢ = vᵢ ×* Hᵢ vᵢ. vel, c, pA (n, 6)."""
+    vJ, h = np.empty(6), np.empty(6)
+    for i in range(jint.shape[0]):
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for r in range(6):
+            x = 0.0
+            for k in range(iv, iv + nvi):
+                x += S[r, k] * v[k]
+            vJ[r] = x
+            vel[i, r] = vel[par, r] + x if par >= 0 else x
+        _crm_into(vel[i], vJ, c[i])
+        _mv6(H[i], vel[i], h)
+        for r in range(6):
+            pA[i, r] = 0.0
+        _crf_add(vel[i], h, pA[i])
+
+
+@njit(cache=True)
+def bias_chain_kernel(jint, c, acc):
+    """acc (n, 6): link accelerations at q̈ = 0 without gravity, aᵢ = a_λ(i) + cᵢ."""
+    for i in range(jint.shape[0]):
+        par = jint[i, 0]
+        for r in range(6):
+            acc[i, r] = c[i, r] + (acc[par, r] if par >= 0 else 0.0)
+
+
+@njit(cache=True, inline="always")
+def _cross_dot(t, a, b):
+    """t · (a × b) for 3-vectors."""
+    return (t[0] * (a[1] * b[2] - a[2] * b[1]) + t[1] * (a[2] * b[0] - a[0] * b[2])
+            + t[2] * (a[0] * b[1] - a[1] * b[0]))
+
+
+@njit(cache=True)
+def _point_velocity(vel, b, p, out):
+    """Velocity of the material point of body b at world point p (0 for the world)."""
+    if b < 0:
+        out[:] = 0.0
+        return
+    w = vel[b]
+    out[0] = w[0] + w[4] * p[2] - w[5] * p[1]
+    out[1] = w[1] + w[5] * p[0] - w[3] * p[2]
+    out[2] = w[2] + w[3] * p[1] - w[4] * p[0]
+
+
+@njit(cache=True)
+def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
+    """γ_K (m,): the part of the constraint drift J̇ v that comes from rows moving with their
+    bodies, K̇ · v (the rest, Kᵢ J̇ᵢ v, is in the bias accelerations cᵢ of the sweeps).
+
+    J(q) is the one of `rows_kernel`: a contact's point and frame are fixed in the world
+    (K̇ = 0); a loop closure's anchors move with their bodies and its axes with body 1 (ω_t).
+    For a point row along t on side s (sign σ, body velocity wₛ at the anchor, anchor velocity
+    ṗ): σ t·(wₛ × ω_t + ωₛ × ṗ); for an angular row: σ t·(ωₛ × ω_t). Joint rows: 0."""
+    p1, p2, t, wt, ws, pd, om = (np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3),
+                                 np.empty(3))
+    R = np.empty((3, 3))
+    for c in range(cb_kind.shape[0]):
+        kind, r0, nr = cb_kind[c], cb_row[c], cb_nrows[c]
+        if kind == 0 or kind >= 3:
+            for r in range(r0, r0 + nr):
+                gk[r] = 0.0
+            continue
+        b1, b2 = cb_body[c, 0], cb_body[c, 1]
+        f = cb_f[c]
+        for a in range(3):
+            if b1 >= 0:
+                p1[a] = oR[b1, a, 0] * f[0] + oR[b1, a, 1] * f[1] + oR[b1, a, 2] * f[2] + op[b1, a]
+                for k in range(3):
+                    R[a, k] = oR[b1, a, 0] * f[3 + k] + oR[b1, a, 1] * f[6 + k] + oR[b1, a, 2] * f[9 + k]
+                wt[a] = vel[b1, 3 + a]
+            else:
+                p1[a] = f[a]
+                for k in range(3):
+                    R[a, k] = f[3 + 3 * a + k]
+                wt[a] = 0.0
+            if kind == 2:
+                p2[a] = p1[a]
+            elif b2 >= 0:
+                p2[a] = oR[b2, a, 0] * f[12] + oR[b2, a, 1] * f[13] + oR[b2, a, 2] * f[14] + op[b2, a]
+            else:
+                p2[a] = f[12 + a]
+        for r in range(nr):
+            for a in range(3):
+                t[a] = R[a, r % 3]
+            g = 0.0
+            for side in range(2):
+                b = b1 if side == 0 else b2
+                if b < 0:
+                    continue
+                sigma = 1.0 if side == 0 else -1.0
+                for a in range(3):
+                    om[a] = vel[b, 3 + a]
+                if r >= 3:
+                    g += sigma * _cross_dot(t, om, wt)
+                    continue
+                p = p1 if side == 0 else p2
+                _point_velocity(vel, b, p, ws)
+                if kind == 2:
+                    _point_velocity(vel, b1, p1, pd)     # the weld anchor moves with body 1
+                else:
+                    pd[:] = ws
+                g += sigma * (_cross_dot(t, ws, wt) + _cross_dot(t, om, pd))
+            gk[r0 + r] = g
+
+
+@njit(cache=True)
+def row_values_kernel(la, kA, dof, sg, acc, qdd, y):
+    """y = K a (unary link rows) or sg q̈ (joint rows), (m,)."""
+    for r in range(la.shape[0]):
+        if dof[r] >= 0:
+            y[r] = sg[r] * qdd[dof[r]]
+        else:
+            a = la[r]
+            s = 0.0
+            if a >= 0:
+                for k in range(6):
+                    s += kA[r, k] * acc[a, k]
+            y[r] = s
+
+
+@njit(cache=True, inline="always")
+def _chol(D, nvi, L):
+    """L (lower) with D[:nvi, :nvi] = L Lᵀ; False if D is not PD."""
+    for j in range(nvi):
+        acc = D[j, j]
+        for k in range(j):
+            acc -= L[j, k] * L[j, k]
+        if not acc > 0.0:
+            return False
+        L[j, j] = np.sqrt(acc)
+        for i in range(j + 1, nvi):
+            acc = D[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / L[j, j]
+    return True
+
+
+@njit(cache=True, inline="always")
+def _chol_solve(L, nvi, x):
+    """x ← D⁻¹ x with D = L Lᵀ (two triangular solves; backward stable where an explicit D⁻¹
+    is not: D carries the μ-sized constraint terms)."""
+    for i in range(nvi):
+        t = x[i]
+        for k in range(i):
+            t -= L[i, k] * x[k]
+        x[i] = t / L[i, i]
+    for i in range(nvi - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, nvi):
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+
+
+@njit(cache=True, inline="always")
+def _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc):
+    """Roll-out at link i (Alg. 1 lines 11–12): q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ
+    (D = Lc Lcᵀ)."""
+    par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+    for r in range(6):
+        if par >= 0:
+            acc[i, r] = acc[par, r] + c[i, r]
+        else:
+            acc[i, r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
+    w = np.empty(6)
+    for k in range(nvi):
+        w[k] = u[iv + k] - _dot_col(U, iv + k, acc[i])
+    _chol_solve(Lc[i], nvi, w)
+    for k in range(nvi):
+        qdd[iv + k] = w[k]
+    for r in range(6):
+        t = acc[i, r]
+        for k in range(nvi):
+            t += S[r, iv + k] * qdd[iv + k]
+        acc[i, r] = t
+
+
+@njit(cache=True)
+def supports_kernel(jint, la, dof, dof_link, se):
+    """se (n,) int64: 1 for links that support a constraint (𝒮_E: the link of a row or an ancestor)."""
+    se[:] = 0
+    for r in range(la.shape[0]):
+        i = la[r] if dof[r] < 0 else dof_link[dof[r]]
+        while i >= 0 and se[i] == 0:
+            se[i] = 1
+            i = jint[i, 0]
+
+
+# --------------------------------------------------------------------------- constrainedABA
+@njit(cache=True)
+def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
+                max_iter, vel, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam):
+    """constrainedABA (paper 002 Alg. 3) for unary constraints on a tree, O(n + m) per iteration.
+
+    Alg. 1 (three sweeps, with the augmented inertias and forces of Eq. 29 at line 5), then
+    Alg. 2 (reduced two sweeps over 𝒮_E, only the force update μ Kᵢᵀ(kᵢ − Kᵢ aᵢ) propagated
+    through Pᵢ) until min(‖q̈ᵏ − q̈ᵏ⁻¹‖∞, ‖K a − k‖∞) < tol (Alg. 3 line 6) or max_iter
+    primal solves; then the roll-out of the links outside 𝒮_E (Alg. 3 lines 9–11).
+    Joint rows augment the joint inertia Dᵢ by μ sg² and uᵢ by sg (μ k − λ) (the same
+    augmented Lagrangian at joint level). kref (m,) is k (desired K a). lam (m,) on entry: λ⁰
+    (the paper's sign); on exit the multipliers of q̈: M q̈ = τ − c − Jᵀ λ.
+    Returns (iterations, residual ‖K a − k‖∞); iterations = -1 if some Dᵢ is not PD."""
+    n = jint.shape[0]
+    D, W = np.empty((6, 6)), np.empty((6, 6))
+    y, h = np.empty(6), np.empty(6)
+    bias_sweep_kernel(jint, S, H, v, vel, c, pA)
+    # Alg. 1 line 5: H̃ᵢ = Hᵢ + μ Kᵢᵀ Kᵢ, f̃ᵢ = fᵢ + Kᵢᵀ (μ kᵢ − λᵢ)   (pᴬ = −f)
+    for i in range(n):
+        for a in range(6):
+            for b in range(6):
+                IA[i, a, b] = H[i, a, b]
+        for j in range(lptr[i], lptr[i + 1]):
+            r = lrow[j]
+            s = mu * kref[r] - lam[r]
+            for a in range(6):
+                pA[i, a] -= kA[r, a] * s
+                for b in range(6):
+                    IA[i, a, b] += mu * kA[r, a] * kA[r, b]
+    for k in range(u.shape[0]):
+        u[k] = tau[k]
+    for j in range(jrow.shape[0]):
+        r = jrow[j]
+        u[dof[r]] += sg[r] * (mu * kref[r] - lam[r])
+    # backward sweep (lines 6–9)
+    for i in range(n - 1, -1, -1):
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for k in range(nvi):
+            for r in range(6):
+                t = 0.0
+                for cc in range(6):
+                    t += IA[i, r, cc] * S[cc, iv + k]
+                U[r, iv + k] = t
+        for k in range(nvi):
+            for l in range(nvi):
+                D[k, l] = _dot_col(S, iv + k, U[:, iv + l])
+            D[k, k] += armature[iv + k]
+        for j in range(jrow.shape[0]):
+            r = jrow[j]
+            d = dof[r]
+            if iv <= d < iv + nvi:
+                D[d - iv, d - iv] += mu * sg[r] * sg[r]
+        if not _chol(D, nvi, Lc[i]):
+            return -1, np.inf
+        for k in range(nvi):
+            u[iv + k] -= _dot_col(S, iv + k, pA[i])
+        if par >= 0:
+            # pᴬ_λ += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c);  Iᴬ_λ += Iᴬ − Wᵀ W, W = Lc⁻¹ Uᵀ
+            _mv6(IA[i], c[i], h)
+            for k in range(nvi):
+                y[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
+            _chol_solve(Lc[i], nvi, y)
+            for r in range(6):
+                t = pA[i, r] + h[r]
+                for k in range(nvi):
+                    t += U[r, iv + k] * y[k]
+                pA[par, r] += t
+            for cc in range(6):
+                for k in range(nvi):
+                    t = U[cc, iv + k]
+                    for l in range(k):
+                        t -= Lc[i, k, l] * W[l, cc]
+                    W[k, cc] = t / Lc[i, k, k]
+            for r in range(6):
+                for cc in range(6):
+                    t = IA[i, r, cc]
+                    for k in range(nvi):
+                        t -= W[k, r] * W[k, cc]
+                    IA[par, r, cc] += t
+    # second forward sweep over 𝒮_E (lines 10–12)
+    for i in range(n):
+        if se[i]:
+            _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    it = 1
+    res = np.inf
+    while True:
+        # Eq. 27b: λ ← λ + μ (K a − k); the primal step just taken is exact for this λ
+        row_values_kernel(la, kA, dof, sg, acc, qdd, e)
+        res = 0.0
+        for r in range(e.shape[0]):
+            e[r] -= kref[r]
+            res = max(res, abs(e[r]))
+            lam[r] += mu * e[r]
+        step = np.inf
+        if it > 1:
+            step = 0.0
+            for i in range(n):
+                if se[i]:
+                    for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                        step = max(step, abs(qdd[k] - qprev[k]))
+        if min(step, res) < tol or it >= max_iter:
+            break
+        for i in range(n):
+            if se[i]:
+                for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                    qprev[k] = qdd[k]
+        # Alg. 2 backward sweep over 𝒮_E reversed: Δf = μ Kᵀ(k − K a) ⇒ Δpᴬ = Kᵀ Δλ, Δλ = μ e;
+        # joint rows: Δu = −sg Δλ. Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ with Δuᵢ = Δu − Sᵀ Δpᴬᵢ (Pᵢ Δf)
+        for i in range(n):
+            if se[i]:
+                for a in range(6):
+                    dpA[i, a] = 0.0
+                for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                    du[k] = 0.0
+        for j in range(jrow.shape[0]):
+            r = jrow[j]
+            du[dof[r]] -= sg[r] * mu * e[r]
+        for i in range(n - 1, -1, -1):
+            if not se[i]:
+                continue
+            par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+            for j in range(lptr[i], lptr[i + 1]):
+                r = lrow[j]
+                for a in range(6):
+                    dpA[i, a] += kA[r, a] * (mu * e[r])
+            for k in range(nvi):
+                du[iv + k] -= _dot_col(S, iv + k, dpA[i])
+                u[iv + k] += du[iv + k]
+            if par >= 0:
+                for k in range(nvi):
+                    y[k] = du[iv + k]
+                _chol_solve(Lc[i], nvi, y)
+                for r in range(6):
+                    t = dpA[i, r]
+                    for k in range(nvi):
+                        t += U[r, iv + k] * y[k]
+                    dpA[par, r] += t
+        for i in range(n):
+            if se[i]:
+                _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+        it += 1
+    # Alg. 3 lines 9–11: the links outside 𝒮_E
+    for i in range(n):
+        if not se[i]:
+            _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    return it, res

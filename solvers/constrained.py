@@ -35,8 +35,8 @@ import numpy as np
 import models
 from models.kinematics import kinematics_kernel
 
-from .constrained_kernels import (bias_chain_kernel, bias_sweep_kernel, caba_kernel, row_drift_kernel, row_values_kernel,
-                                  supports_kernel)
+from .constrained_kernels import (bias_chain_kernel, bias_sweep_kernel, caba_kernel, pv_kernel, row_drift_kernel,
+                                  row_values_kernel, supports_kernel)
 from .constraints import as_constraint_set, rows_kernel
 
 
@@ -103,6 +103,45 @@ class _Work:
         self.IA, self.Lc, self.U = z((n, 6, 6)), z((n, 6, 6)), z((6, nv))
         self.u, self.du, self.qprev = z(nv), z(nv), z(nv)
         self.gk, self.kref, self.e = z(m), z(m), z(m)
+        self.krow = np.arange(m, dtype=np.int64)
+
+    def pv(self):
+        """The proxPV items (row sides and joint rows sorted by the preorder of their link, with
+        each link's subtree range lo:hi), the link CSR of the roll-out and 𝒮_E; built once."""
+        if getattr(self, "_pv", None) is None:
+            model, cs, n = self.model, self.cs, self.n
+            par = model.jint[:, 0]
+            b = cs.cb_body[cs.row_block] if self.m else np.zeros((0, 2), np.int64)
+            la = np.where(b[:, 0] >= 0, b[:, 0], b[:, 1])
+            lb = np.where((b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1]), b[:, 1], -1)
+            dof_link = np.repeat(np.arange(n), model.nvs)
+            rows, sides, links = [], [], []
+            for r in range(self.m):
+                if cs.dof[r] >= 0:
+                    rows.append(r), sides.append(2), links.append(dof_link[cs.dof[r]])
+                    continue
+                for side, lk in ((0, la[r]), (1, lb[r])):
+                    if lk >= 0:
+                        rows.append(r), sides.append(side), links.append(lk)
+            pre, size = _preorder(par)
+            links = np.asarray(links, np.int64)
+            order = np.argsort(pre[links], kind="stable")
+            it_row = np.asarray(rows, np.int64)[order]
+            it_side = np.asarray(sides, np.int64)[order]
+            it_link = links[order]
+            spre = pre[it_link]
+            lo = np.searchsorted(spre, pre).astype(np.int64)
+            hi = np.searchsorted(spre, pre + size).astype(np.int64)
+            own = np.flatnonzero(it_side < 2)
+            own = own[np.argsort(it_link[own], kind="stable")].astype(np.int64)
+            lptr = np.searchsorted(it_link[own], np.arange(n + 1)).astype(np.int64)
+            se = np.zeros(n, np.int64)
+            supports_kernel(model.jint, it_link, np.full(len(it_link), -1), dof_link, se)
+            ni = len(it_row)
+            self._pv = (it_row, it_side, lo, hi, lptr, own, se,
+                        (np.zeros((ni, 6)), np.zeros((ni, 6)), np.zeros((ni, 6)), np.zeros((self.m, self.m)),
+                         np.zeros((self.m, self.m)), np.zeros(self.m), np.zeros(self.m)))
+        return self._pv
 
     def at(self, q, v):
         """Kinematics at q, the rows K, the velocity sweep at v and γ_K (the K̇ v part of γ)."""
@@ -125,10 +164,29 @@ class _Work:
 
 def _link_rows_values(w, acc, qdd, y):
     """y = J-rows applied to link accelerations acc and joint accelerations qdd (both sides)."""
-    row_values_kernel(w.la, w.kA, w.cs.dof, w.cs.sg, acc, qdd, y)
-    b = w.lb >= 0
-    if np.any(b):
-        y[b] += np.einsum("rk,rk->r", w.kB[b], acc[w.lb[b]])
+    row_values_kernel(w.la, w.lb, w.kA, w.kB, w.cs.dof, w.cs.sg, acc, qdd, y)
+
+
+def _preorder(par):
+    """(pre, size) (n,): depth-first preorder index of each link and its subtree size, so the
+    subtree of i is the preorder range pre[i]:pre[i] + size[i]."""
+    n = len(par)
+    children = [[] for _ in range(n)]
+    for i in range(n):
+        if par[i] >= 0:
+            children[par[i]].append(i)
+    pre, size = np.zeros(n, np.int64), np.ones(n, np.int64)
+    stack = [i for i in range(n - 1, -1, -1) if par[i] < 0]
+    k = 0
+    while stack:
+        i = stack.pop()
+        pre[i] = k
+        k += 1
+        stack.extend(reversed(children[i]))
+    for i in range(n - 1, -1, -1):   # children after parents
+        if par[i] >= 0:
+            size[par[i]] += size[i]
+    return pre, size
 
 
 def _work(model, cs):
@@ -180,8 +238,8 @@ def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=5
     w.kref += _gravity_rows(w, model.gravity)
     a = np.empty(model.nv)
     lam = np.zeros(cs.m)
-    it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, v, tau, w.la, w.kA, cs.dof, cs.sg,
-                          w.kref, w.lptr, w.lrow, w.jrow, w.se, mu, tol, max_iter, w.vel, w.c, w.pA, w.IA, w.U,
+    it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.la, w.lb, w.kA, w.kB, w.krow,
+                          cs.dof, cs.sg, w.kref, w.lptr, w.lrow, w.jrow, w.se, mu, tol, max_iter, w.c, w.pA, w.IA, w.U,
                           w.Lc, w.u, w.du, w.dpA, w.qprev, w.e, a, w.acc, lam)
     if it < 0:
         raise model.singular_mass_matrix_error(w.op)
@@ -212,3 +270,29 @@ def _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref):
     a = a_free + op.JT_minv(lam)
     res = float(np.max(np.abs(op.J_apply(a) + gamma - a_ref), initial=0.0))
     return ConstrainedResult(a, lam, it, res)
+
+
+# ----------------------------------------------------------------------------- proxPV
+def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
+    """Constrained forward dynamics by proxPV (paper 002 Alg. 4): the PV algorithm's backward
+    sweep forms the Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ and J a_free + γ − a_ref recursively
+    (O(n + m²d)), the proximal-point iterations run on the dual with one Cholesky of
+    Λ⁻¹ + I/μ (O(m³)), and a roll-out gives the accelerations. Handles every constraint kind,
+    body-body rows included (a row's two sides merge at their common ancestor).
+    Stops when min(‖J a + γ − a_ref‖∞, the least-squares error of Eq. 14) < tol or after
+    `max_iter` dual solves. Returns `ConstrainedResult`."""
+    mu, tol, max_iter = _settings(mu, tol, max_iter)
+    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
+    w = _work(model, cs)
+    w.at(q, v)
+    np.subtract(a_ref, w.gk, out=w.kref)
+    w.kref += _gravity_rows(w, model.gravity)
+    it_row, it_side, lo, hi, lptr, own, se, (KI, Wk, Zk, L, C, l, tmp) = w.pv()
+    a = np.empty(model.nv)
+    lam = np.zeros(cs.m)
+    it, res = pv_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.la, w.lb, w.kA, w.kB, cs.dof,
+                        cs.sg, w.kref, it_row, it_side, lo, hi, lptr, own, w.jrow, se, mu, tol, max_iter, w.c, w.pA,
+                        w.IA, w.U, w.Lc, w.u, w.du, w.dpA, KI, Wk, Zk, L, C, l, tmp, lam, a, w.acc)
+    if it < 0:
+        raise model.singular_mass_matrix_error(w.op)
+    return ConstrainedResult(a, -lam, int(it), float(res))

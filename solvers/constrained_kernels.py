@@ -138,17 +138,21 @@ def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
 
 
 @njit(cache=True)
-def row_values_kernel(la, kA, dof, sg, acc, qdd, y):
-    """y = K a (unary link rows) or sg q̈ (joint rows), (m,)."""
+def row_values_kernel(la, lb, kA, kB, dof, sg, acc, qdd, y):
+    """y = kA·a_la + kB·a_lb (link rows) or sg q̈ (joint rows), (m,)."""
     for r in range(la.shape[0]):
         if dof[r] >= 0:
             y[r] = sg[r] * qdd[dof[r]]
         else:
-            a = la[r]
             s = 0.0
+            a = la[r]
             if a >= 0:
                 for k in range(6):
                     s += kA[r, k] * acc[a, k]
+            b = lb[r]
+            if b >= 0:
+                for k in range(6):
+                    s += kB[r, k] * acc[b, k]
             y[r] = s
 
 
@@ -220,42 +224,38 @@ def supports_kernel(jint, la, dof, dof_link, se):
             i = jint[i, 0]
 
 
-# --------------------------------------------------------------------------- constrainedABA
+# --------------------------------------------------------------------------- sweeps
 @njit(cache=True)
-def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
-                max_iter, vel, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam):
-    """constrainedABA (paper 002 Alg. 3) for unary constraints on a tree, O(n + m) per iteration.
-
-    Alg. 1 (three sweeps, with the augmented inertias and forces of Eq. 29 at line 5), then
-    Alg. 2 (reduced two sweeps over 𝒮_E, only the force update μ Kᵢᵀ(kᵢ − Kᵢ aᵢ) propagated
-    through Pᵢ) until min(‖q̈ᵏ − q̈ᵏ⁻¹‖∞, ‖K a − k‖∞) < tol (Alg. 3 line 6) or max_iter
-    primal solves; then the roll-out of the links outside 𝒮_E (Alg. 3 lines 9–11).
-    Joint rows augment the joint inertia Dᵢ by μ sg² and uᵢ by sg (μ k − λ) (the same
-    augmented Lagrangian at joint level). kref (m,) is k (desired K a). lam (m,) on entry: λ⁰
-    (the paper's sign); on exit the multipliers of q̈: M q̈ = τ − c − Jᵀ λ.
-    Returns (iterations, residual ‖K a − k‖∞); iterations = -1 if some Dᵢ is not PD."""
+def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, jrow, kref, lam, mu, c, pA, IA, U,
+                      Lc, u):
+    """Alg. 1 lines 5–9 after the first forward sweep (c, pA from `bias_sweep_kernel`): the
+    augmented inertias and forces of Eq. 29, H̃ᵢ = Hᵢ + μ Σ KᵀK, f̃ᵢ = fᵢ + Σ Kᵀ(μ k − λ)
+    (pᴬ −= …), joint rows adding μ sg² to Dᵢ and sg (μ k − λ) to uᵢ; then the backward
+    sweep: Uᵢ = Iᴬᵢ Sᵢ, Dᵢ = Lcᵢ Lcᵢᵀ, uᵢ = τᵢ − Sᵢᵀ pᴬᵢ, and the parent's Iᴬ, pᴬ. With
+    μ = 0 and λ = 0 this is the plain ABA (the PV algorithm's first two sweeps).
+    Link entries: for j in lptr[i]:lptr[i+1], row krow[lidx[j]] with spatial row K[lidx[j]].
+    Returns False if some Dᵢ is not positive definite."""
     n = jint.shape[0]
     D, W = np.empty((6, 6)), np.empty((6, 6))
     y, h = np.empty(6), np.empty(6)
-    bias_sweep_kernel(jint, S, H, v, vel, c, pA)
-    # Alg. 1 line 5: H̃ᵢ = Hᵢ + μ Kᵢᵀ Kᵢ, f̃ᵢ = fᵢ + Kᵢᵀ (μ kᵢ − λᵢ)   (pᴬ = −f)
     for i in range(n):
         for a in range(6):
             for b in range(6):
                 IA[i, a, b] = H[i, a, b]
         for j in range(lptr[i], lptr[i + 1]):
-            r = lrow[j]
+            x = lidx[j]
+            r = krow[x]
             s = mu * kref[r] - lam[r]
             for a in range(6):
-                pA[i, a] -= kA[r, a] * s
-                for b in range(6):
-                    IA[i, a, b] += mu * kA[r, a] * kA[r, b]
+                pA[i, a] -= K[x, a] * s
+                if mu != 0.0:
+                    for b in range(6):
+                        IA[i, a, b] += mu * K[x, a] * K[x, b]
     for k in range(u.shape[0]):
         u[k] = tau[k]
     for j in range(jrow.shape[0]):
         r = jrow[j]
         u[dof[r]] += sg[r] * (mu * kref[r] - lam[r])
-    # backward sweep (lines 6–9)
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(nvi):
@@ -274,7 +274,7 @@ def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lp
             if iv <= d < iv + nvi:
                 D[d - iv, d - iv] += mu * sg[r] * sg[r]
         if not _chol(D, nvi, Lc[i]):
-            return -1, np.inf
+            return False
         for k in range(nvi):
             u[iv + k] -= _dot_col(S, iv + k, pA[i])
         if par >= 0:
@@ -300,7 +300,66 @@ def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lp
                     for k in range(nvi):
                         t -= W[k, r] * W[k, cc]
                     IA[par, r, cc] += t
-    # second forward sweep over 𝒮_E (lines 10–12)
+    return True
+
+
+@njit(cache=True)
+def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x, u, du, dpA):
+    """Alg. 2 lines 1–3: the backward sweep over 𝒮_E of a change x (m,) of the multipliers λ
+    (Δf = −Kᵀ x on links, Δτ = −sg x on joints), through Pᵢ = I − Uᵢ Dᵢ⁻¹ Sᵢᵀ, accumulated
+    into the stored uᵢ (so the roll-out of `_rollout_link` sees f^A + Δf). In pᴬ form:
+    Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ, Δuᵢ = Δτᵢ − Sᵢᵀ Δpᴬᵢ."""
+    n = jint.shape[0]
+    y = np.empty(6)
+    for i in range(n):
+        if se[i]:
+            for a in range(6):
+                dpA[i, a] = 0.0
+            for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                du[k] = 0.0
+    for j in range(jrow.shape[0]):
+        r = jrow[j]
+        du[dof[r]] -= sg[r] * x[r]
+    for i in range(n - 1, -1, -1):
+        if not se[i]:
+            continue
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for j in range(lptr[i], lptr[i + 1]):
+            e = lidx[j]
+            xr = x[krow[e]]
+            for a in range(6):
+                dpA[i, a] += K[e, a] * xr
+        for k in range(nvi):
+            du[iv + k] -= _dot_col(S, iv + k, dpA[i])
+            u[iv + k] += du[iv + k]
+            y[k] = du[iv + k]
+        if par >= 0:
+            _chol_solve(Lc[i], nvi, y)
+            for r in range(6):
+                t = dpA[i, r]
+                for k in range(nvi):
+                    t += U[r, iv + k] * y[k]
+                dpA[par, r] += t
+
+
+# --------------------------------------------------------------------------- constrainedABA
+@njit(cache=True)
+def caba_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, krow, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
+                max_iter, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam):
+    """constrainedABA (paper 002 Alg. 3) for unary constraints on a tree, O(n + m) per iteration.
+
+    Alg. 1 (`articulate_kernel`: the ABA with the augmented inertias and forces of Eq. 29,
+    after the first forward sweep `bias_sweep_kernel` gave c, pA), roll-out over 𝒮_E; then
+    Alg. 2 (`force_sweep_kernel` with Δλ = μ (K a − k), roll-out over 𝒮_E) until
+    min(‖q̈ᵏ − q̈ᵏ⁻¹‖∞, ‖K a − k‖∞) < tol (Alg. 3 line 6) or max_iter primal solves; then the
+    roll-out of the links outside 𝒮_E (Alg. 3 lines 9–11). kref (m,) is k (desired K a);
+    krow = arange(m). lam (m,) on entry λ⁰ (the paper's sign), on exit the multipliers of q̈
+    (M q̈ = τ − c − Jᵀ λ, the update of Eq. 27b after the last solve).
+    Returns (iterations, residual ‖K a − k‖∞); iterations = -1 if some Dᵢ is not PD."""
+    n = jint.shape[0]
+    if not articulate_kernel(jint, armature, S, H, tau, kA, krow, lptr, lrow, dof, sg, jrow, kref, lam, mu, c, pA,
+                             IA, U, Lc, u):
+        return -1, np.inf
     for i in range(n):
         if se[i]:
             _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
@@ -308,12 +367,13 @@ def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lp
     res = np.inf
     while True:
         # Eq. 27b: λ ← λ + μ (K a − k); the primal step just taken is exact for this λ
-        row_values_kernel(la, kA, dof, sg, acc, qdd, e)
+        row_values_kernel(la, lb, kA, kB, dof, sg, acc, qdd, e)
         res = 0.0
         for r in range(e.shape[0]):
             e[r] -= kref[r]
             res = max(res, abs(e[r]))
-            lam[r] += mu * e[r]
+            e[r] *= mu
+            lam[r] += e[r]
         step = np.inf
         if it > 1:
             step = 0.0
@@ -327,37 +387,7 @@ def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lp
             if se[i]:
                 for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
                     qprev[k] = qdd[k]
-        # Alg. 2 backward sweep over 𝒮_E reversed: Δf = μ Kᵀ(k − K a) ⇒ Δpᴬ = Kᵀ Δλ, Δλ = μ e;
-        # joint rows: Δu = −sg Δλ. Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ with Δuᵢ = Δu − Sᵀ Δpᴬᵢ (Pᵢ Δf)
-        for i in range(n):
-            if se[i]:
-                for a in range(6):
-                    dpA[i, a] = 0.0
-                for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
-                    du[k] = 0.0
-        for j in range(jrow.shape[0]):
-            r = jrow[j]
-            du[dof[r]] -= sg[r] * mu * e[r]
-        for i in range(n - 1, -1, -1):
-            if not se[i]:
-                continue
-            par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-            for j in range(lptr[i], lptr[i + 1]):
-                r = lrow[j]
-                for a in range(6):
-                    dpA[i, a] += kA[r, a] * (mu * e[r])
-            for k in range(nvi):
-                du[iv + k] -= _dot_col(S, iv + k, dpA[i])
-                u[iv + k] += du[iv + k]
-            if par >= 0:
-                for k in range(nvi):
-                    y[k] = du[iv + k]
-                _chol_solve(Lc[i], nvi, y)
-                for r in range(6):
-                    t = dpA[i, r]
-                    for k in range(nvi):
-                        t += U[r, iv + k] * y[k]
-                    dpA[par, r] += t
+        force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA)
         for i in range(n):
             if se[i]:
                 _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
@@ -366,4 +396,126 @@ def caba_kernel(jint, armature, gravity, S, H, v, tau, la, kA, dof, sg, kref, lp
     for i in range(n):
         if not se[i]:
             _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    return it, res
+
+
+# --------------------------------------------------------------------------- proxPV
+@njit(cache=True)
+def _item_rows(kA, kB, it_row, it_side, KI):
+    """KI (items, 6): each item's spatial row at q (kA, kB, or 0 for joint rows)."""
+    for x in range(it_row.shape[0]):
+        r = it_row[x]
+        for a in range(6):
+            KI[x, a] = kA[r, a] if it_side[x] == 0 else (kB[r, a] if it_side[x] == 1 else 0.0)
+
+
+@njit(cache=True)
+def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref, it_row, it_side, lo, hi, lptr,
+              lidx, jrow, se, mu, tol, max_iter, c, pA, IA, U, Lc, u, du, dpA, KI, Wk, Zk, L, C, l, tmp, lam, qdd,
+              acc):
+    """proxPV (paper 002 Alg. 4): plain ABA sweeps, the PV backward sweep accumulating the
+    Delassus matrix L₀ᴬ = Λ⁻¹ and l₀ (lines 5–11), the proximal iterations on the dual with
+    one Cholesky of L₀ᴬ + I/μ (lines 12–15), then the roll-out with the constraint forces.
+
+    Items: each row's link sides (it_side 0: kA on la, 1: kB on lb) and joint rows (it_side 2,
+    weight sg on dof), sorted by the preorder of their link so that the items of the subtree
+    of link i are lo[i]:hi[i] (ES(i)); KI (items, 6) holds each item's row Kᴬ propagated to the
+    current link (line 9: Kᴬ ← Kᴬ Pᵢᵀ = Kᴬ − (D⁻¹ wᵀ) Uᵀ with w = Sᵢᵀ Kᴬᵀ (+ sg eₖ)), L gets
+    w D⁻¹ wᵀ (line 10), l gets Kᴬ cᵢ + w D⁻¹ (uᵢ − Uᵢᵀ cᵢ) (line 11) and, past a root, Kᴬ a₀.
+    The roll-out (lines 17–19) applies −Kᵀλ through `force_sweep_kernel` (the same sum
+    Σ Kᴬᵀλᴬ of line 18, propagated once) and `_rollout_link`.
+    Stops when min(‖L λ − b‖∞, ‖L(L λ − b)‖∞ (Eq. 14)) < tol or after max_iter solves.
+    Returns (iterations, ‖L λ − b‖∞); iterations = -1 if some Dᵢ is not PD."""
+    n = jint.shape[0]
+    m = kref.shape[0]
+    ni = it_row.shape[0]
+    lam[:] = 0.0
+    if not articulate_kernel(jint, armature, S, H, tau, kA, it_row[:0], np.zeros(n + 1, np.int64), lidx[:0], dof,
+                             sg, jrow[:0], kref, lam, 0.0, c, pA, IA, U, Lc, u):
+        return -1, np.inf
+    _item_rows(kA, kB, it_row, it_side, KI)
+    L[:, :] = 0.0
+    l[:] = 0.0
+    y = np.empty(6)
+    for i in range(n - 1, -1, -1):
+        a0, b0 = lo[i], hi[i]
+        if a0 == b0:
+            continue
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for k in range(nvi):
+            y[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
+        _chol_solve(Lc[i], nvi, y)
+        for x in range(a0, b0):
+            r = it_row[x]
+            for k in range(nvi):
+                Wk[x, k] = _dot_col(S, iv + k, KI[x])
+            if it_side[x] == 2 and iv <= dof[r] < iv + nvi:
+                Wk[x, dof[r] - iv] += sg[r]
+            t = 0.0
+            for k in range(nvi):
+                Zk[x, k] = Wk[x, k]
+                t += Wk[x, k] * y[k]
+            _chol_solve(Lc[i], nvi, Zk[x])
+            for a in range(6):
+                t += KI[x, a] * c[i, a]
+            l[r] += t
+        for x in range(a0, b0):
+            r = it_row[x]
+            for z in range(a0, b0):
+                t = 0.0
+                for k in range(nvi):
+                    t += Wk[x, k] * Zk[z, k]
+                L[r, it_row[z]] += t
+        for x in range(a0, b0):
+            for a in range(6):
+                t = KI[x, a]
+                for k in range(nvi):
+                    t -= U[a, iv + k] * Zk[x, k]
+                KI[x, a] = t
+            if par < 0:
+                l[it_row[x]] -= KI[x, 0] * gravity[0] + KI[x, 1] * gravity[1] + KI[x, 2] * gravity[2]
+    # lines 12–15: proximal iterations on the dual, b = K₀ a₀ + l₀ (l₀ holding −k)
+    for r in range(m):
+        l[r] -= kref[r]
+        for s in range(m):
+            C[r, s] = L[r, s]
+        C[r, r] += 1.0 / mu
+    if m:
+        C[:, :] = np.linalg.cholesky(C)
+    it = 0
+    res = 0.0
+    while it < max_iter and m:
+        for r in range(m):
+            tmp[r] = lam[r] / mu + l[r]
+        for r in range(m):
+            t = tmp[r]
+            for k in range(r):
+                t -= C[r, k] * tmp[k]
+            tmp[r] = t / C[r, r]
+        for r in range(m - 1, -1, -1):
+            t = tmp[r]
+            for k in range(r + 1, m):
+                t -= C[k, r] * lam[k]
+            lam[r] = t / C[r, r]
+        it += 1
+        res = 0.0
+        for r in range(m):
+            t = -l[r]
+            for k in range(m):
+                t += L[r, k] * lam[k]
+            tmp[r] = t
+            res = max(res, abs(t))
+        lsq = 0.0
+        for r in range(m):
+            t = 0.0
+            for k in range(m):
+                t += L[r, k] * tmp[k]
+            lsq = max(lsq, abs(t))
+        if min(res, lsq) < tol:
+            break
+    # lines 17–19: roll-out with the constraint forces −Kᵀλ
+    _item_rows(kA, kB, it_row, it_side, KI)
+    force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA)
+    for i in range(n):
+        _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
     return it, res

@@ -35,8 +35,9 @@ import numpy as np
 import models
 from models.kinematics import kinematics_kernel
 
-from .constrained_kernels import (bias_chain_kernel, bias_sweep_kernel, caba_kernel, pv_kernel, row_drift_kernel,
-                                  row_values_kernel, supports_kernel)
+from .constrained_kernels import (bias_chain_kernel, bias_sweep_kernel, caba_kernel, prox_ltl_kernel, pv_kernel,
+                                  row_drift_kernel, row_values_kernel, supports_kernel)
+from .delassus_kernels import dense_jacobian_kernel
 from .constraints import as_constraint_set, rows_kernel
 
 
@@ -295,4 +296,44 @@ def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref
                         w.IA, w.U, w.Lc, w.u, w.du, w.dpA, KI, Wk, Zk, L, C, l, tmp, lam, a, w.acc)
     if it < 0:
         raise model.singular_mass_matrix_error(w.op)
+    return ConstrainedResult(a, -lam, int(it), float(res))
+
+
+# ----------------------------------------------------------------------------- proxLTL
+def _dof_parents(model):
+    """(nv,) int64: the dof tree of M's sparsity, λ(k) = previous dof of the joint or the last
+    dof of the nearest ancestor joint with dofs (−1 at roots); cached on the model."""
+    dp = getattr(model, "_dof_parents", None)
+    if dp is None:
+        dp = np.full(model.nv, -1, np.int64)
+        last = np.full(model.nbodies, -1, np.int64)
+        for i in range(model.nbodies):
+            p = model.jint[i, 0]
+            up = last[p] if p >= 0 else -1
+            iv, nvi = model.idx_v[i], model.nvs[i]
+            for k in range(iv, iv + nvi):
+                dp[k] = up
+                up = k
+            last[i] = up
+        model._dof_parents = dp
+    return dp
+
+
+def prox_ltl(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
+    """The dense reference proxLTL (paper 002 Sec. II-D1): M by CRBA factored by Featherstone's
+    LTL (branching-induced sparsity), the explicit Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ, one dense
+    Cholesky of Λ⁻¹ + I/μ and the proximal iterations of Eq. 13 on the dual,
+    O(nd² + m²d + md² + m³). Same signature and result as `constrained_aba`."""
+    mu, tol, max_iter = _settings(mu, tol, max_iter)
+    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
+    w = _work(model, cs)
+    w.at(q, v)
+    gamma = w.drift() - a_ref
+    J = np.empty((cs.m, model.nv))
+    dense_jacobian_kernel(model.jint, w.S, w.la, w.lb, w.kA, w.kB, cs.dof, cs.sg, J)
+    nv, m = model.nv, cs.m
+    a, lam = np.empty(nv), np.zeros(m)
+    it, res = prox_ltl_kernel(model.jint, model.jfloat, model.armature, model.gravity, _dof_parents(model), q, v,
+                              tau, J, gamma, mu, tol, max_iter, np.empty((nv, nv)), np.empty((nv, m)),
+                              np.empty((m, m)), lam, a)
     return ConstrainedResult(a, -lam, int(it), float(res))

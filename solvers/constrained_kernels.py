@@ -21,6 +21,7 @@ import models.joints
 import models.kinematics
 import models.spatial
 from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
+from models.dynamics import crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
@@ -518,4 +519,99 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
     force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA)
     for i in range(n):
         _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    return it, res
+
+
+# --------------------------------------------------------------------------- proxLTL (dense)
+@njit(cache=True)
+def ltl_factor(lam, H):
+    """Featherstone's LTL factorisation in place (RBDA Table 6.3): H = Lᵀ L with L lower
+    triangular and the sparsity of H, lam (nv,) the dof parent array (−1 at roots)."""
+    for k in range(H.shape[0] - 1, -1, -1):
+        a = np.sqrt(H[k, k])
+        H[k, k] = a
+        i = lam[k]
+        while i >= 0:
+            H[k, i] /= a
+            i = lam[i]
+        i = lam[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                H[i, j] -= H[k, i] * H[k, j]
+                j = lam[j]
+            i = lam[i]
+
+
+@njit(cache=True)
+def ltl_solve_t(lam, L, b):
+    """b ← L⁻ᵀ b (back-substitution over the dof tree)."""
+    for i in range(L.shape[0] - 1, -1, -1):
+        b[i] /= L[i, i]
+        j = lam[i]
+        while j >= 0:
+            b[j] -= L[i, j] * b[i]
+            j = lam[j]
+
+
+@njit(cache=True)
+def ltl_solve(lam, L, b):
+    """b ← L⁻¹ b (forward substitution over the dof tree)."""
+    for i in range(L.shape[0]):
+        j = lam[i]
+        while j >= 0:
+            b[i] -= L[i, j] * b[j]
+            j = lam[j]
+        b[i] /= L[i, i]
+
+
+@njit(cache=True)
+def prox_ltl_kernel(jint, jfloat, armature, gravity, dpar, q, v, tau, J, gamma, mu, tol, max_iter, M, Y, C, lam, a):
+    """proxLTL (paper 002 Sec. II-D1, Eq. 13): M by CRBA, M = Lᵀ L by LTL, Y = L⁻ᵀ Jᵀ,
+    Λ⁻¹ = Yᵀ Y, one dense Cholesky of Λ⁻¹ + I/μ, proximal iterations on the dual with
+    b = J a_free + γ (γ: the drift minus the desired constraint accelerations), then
+    a = a_free − L⁻¹ Y λ. J (m, nv) dense. Returns (iterations, ‖Λ⁻¹λ − b‖∞)."""
+    m, nv = J.shape
+    crba_kernel(jint, jfloat, armature, q, M)
+    ltl_factor(dpar, M)
+    rnea_kernel(jint, jfloat, armature, gravity, q, v, np.zeros(nv), np.zeros((jint.shape[0], 6)), a)
+    for k in range(nv):
+        a[k] = tau[k] - a[k]
+    ltl_solve_t(dpar, M, a)
+    ltl_solve(dpar, M, a)                      # a_free
+    for r in range(m):
+        for k in range(nv):
+            Y[k, r] = J[r, k]
+        ltl_solve_t(dpar, M, Y[:, r])
+    G = Y.T @ Y
+    b = J @ a + gamma
+    for r in range(m):
+        for s in range(m):
+            C[r, s] = G[r, s]
+        C[r, r] += 1.0 / mu
+    if m:
+        C[:, :] = np.linalg.cholesky(C)
+    it = 0
+    res = 0.0
+    t = np.empty(m)
+    while it < max_iter and m:
+        for r in range(m):
+            x = lam[r] / mu + b[r]
+            for k in range(r):
+                x -= C[r, k] * t[k]
+            t[r] = x / C[r, r]
+        for r in range(m - 1, -1, -1):
+            x = t[r]
+            for k in range(r + 1, m):
+                x -= C[k, r] * lam[k]
+            lam[r] = x / C[r, r]
+        it += 1
+        e = G @ lam - b
+        res = np.max(np.abs(e))
+        if min(res, np.max(np.abs(G @ e))) < tol:
+            break
+    f = Y @ lam
+    ltl_solve(dpar, M, f)
+    for k in range(nv):
+        a[k] -= f[k]
     return it, res

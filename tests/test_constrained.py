@@ -17,7 +17,7 @@ from solvers.constrained import constraint_drift
 from test_delassus import oracle_J, random_forest, rot
 
 TOL = 1e-9
-METHODS = [solvers.constrained_aba, solvers.prox_pv]
+METHODS = [solvers.constrained_aba, solvers.prox_pv, solvers.prox_ltl]
 
 
 # ----------------------------------------------------------------------------- oracle

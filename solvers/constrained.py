@@ -33,12 +33,11 @@ from typing import NamedTuple
 import numpy as np
 
 import models
-from models.kinematics import kinematics_kernel
 
-from .constrained_kernels import (bias_chain_kernel, bias_sweep_kernel, caba_kernel, prox_ltl_kernel, pv_kernel,
-                                  row_drift_kernel, row_values_kernel, supports_kernel)
+from .constrained_kernels import (bias_chain_kernel, caba_kernel, prepare_kernel, prox_ltl_kernel, pv_kernel,
+                                  row_values_kernel, supports_kernel)
 from .delassus_kernels import dense_jacobian_kernel
-from .constraints import as_constraint_set, rows_kernel
+from .constraints import as_constraint_set
 
 
 class ConstrainedResult(NamedTuple):
@@ -105,6 +104,7 @@ class _Work:
         self.u, self.du, self.qprev = z(nv), z(nv), z(nv)
         self.gk, self.kref, self.e = z(m), z(m), z(m)
         self.krow = np.arange(m, dtype=np.int64)
+        self.zero = z(m)
 
     def pv(self):
         """The proxPV items (row sides and joint rows sorted by the preorder of their link, with
@@ -144,15 +144,13 @@ class _Work:
                          np.zeros((self.m, self.m)), np.zeros(self.m), np.zeros(self.m)))
         return self._pv
 
-    def at(self, q, v):
-        """Kinematics at q, the rows K, the velocity sweep at v and γ_K (the K̇ v part of γ)."""
+    def at(self, q, v, a_ref=None):
+        """Kinematics at q, the rows K, the velocity sweep at v, γ_K (the K̇ v part of γ) and
+        kref (`prepare_kernel`)."""
         model, cs = self.model, self.cs
-        kinematics_kernel(model.jint, model.jfloat, q, self.oR, self.op, self.S, self.H)
-        rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, self.oR, self.op, self.la, self.lb,
-                    self.kA, self.kB, True)
-        bias_sweep_kernel(model.jint, self.S, self.H, v, self.vel, self.c, self.pA)
-        row_drift_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, self.oR, self.op, self.vel,
-                         self.gk)
+        prepare_kernel(model.jint, model.jfloat, model.gravity, q, v, cs.cb_kind, cs.cb_row, cs.cb_nrows,
+                       cs.cb_body, cs.cb_f, cs.dof, self.zero if a_ref is None else a_ref, self.oR, self.op, self.S,
+                       self.H, self.la, self.lb, self.kA, self.kB, self.vel, self.c, self.pA, self.gk, self.kref)
 
     def drift(self):
         """γ = J̇ v (m,) at the state of `at`: K·(bias accelerations, no gravity) + γ_K."""
@@ -207,16 +205,6 @@ def constraint_drift(model, q, v, constraints):
     return w.drift()
 
 
-def _gravity_rows(w, gravity):
-    """K a₀ (m,) for the uniform field a₀ = (−g, 0) that the sweeps add to every link (Eq. 20d)."""
-    a0 = np.concatenate([-np.asarray(gravity, float), np.zeros(3)])
-    out = w.kA @ a0
-    b = w.lb >= 0
-    out[b] += w.kB[b] @ a0
-    out[w.cs.dof >= 0] = 0.0
-    return out
-
-
 # ----------------------------------------------------------------------------- constrainedABA
 def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
     """Constrained forward dynamics by constrainedABA (paper 002 Alg. 1–3), O(n + m) per
@@ -234,9 +222,7 @@ def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=5
     w = _work(model, cs)
     if w.coupled:
         return _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref)
-    w.at(q, v)
-    np.subtract(a_ref, w.gk, out=w.kref)
-    w.kref += _gravity_rows(w, model.gravity)
+    w.at(q, v, a_ref)
     a = np.empty(model.nv)
     lam = np.zeros(cs.m)
     it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.la, w.lb, w.kA, w.kB, w.krow,
@@ -285,9 +271,7 @@ def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref
     mu, tol, max_iter = _settings(mu, tol, max_iter)
     q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
     w = _work(model, cs)
-    w.at(q, v)
-    np.subtract(a_ref, w.gk, out=w.kref)
-    w.kref += _gravity_rows(w, model.gravity)
+    w.at(q, v, a_ref)
     it_row, it_side, lo, hi, lptr, own, se, (KI, Wk, Zk, L, C, l, tmp) = w.pv()
     a = np.empty(model.nv)
     lam = np.zeros(cs.m)

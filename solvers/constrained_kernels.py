@@ -23,6 +23,9 @@ import models.spatial
 from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
 from models.dynamics import crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
+from models.kinematics import kinematics_kernel
+
+from .constraints import rows_kernel
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
                             models.joints.__file__])
@@ -223,6 +226,28 @@ def supports_kernel(jint, la, dof, dof_link, se):
         while i >= 0 and se[i] == 0:
             se[i] = 1
             i = jint[i, 0]
+
+
+@njit(cache=True)
+def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, a_ref, oR, op, S, H,
+                   la, lb, kA, kB, vel, c, pA, gk, kref):
+    """Everything at (q, v) before the sweeps, in one call: kinematics, the rows K
+    (`rows_kernel`), the first forward sweep (vel, c, pA) and γ_K; then kref = k of Eq. 20c
+    for the sweeps, k = a_ref − γ_K + K a₀ (a₀ = (−g, 0), the uniform field of Eq. 20d that
+    every link acceleration of the sweeps carries)."""
+    kinematics_kernel(jint, jfloat, q, oR, op, S, H)
+    rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, True)
+    bias_sweep_kernel(jint, S, H, v, vel, c, pA)
+    row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk)
+    for r in range(kref.shape[0]):
+        t = a_ref[r] - gk[r]
+        if dof[r] < 0:
+            for side in range(2):
+                b = la[r] if side == 0 else lb[r]
+                if b >= 0:
+                    for k in range(3):
+                        t -= (kA[r, k] if side == 0 else kB[r, k]) * gravity[k]
+        kref[r] = t
 
 
 # --------------------------------------------------------------------------- sweeps

@@ -35,8 +35,8 @@ import numpy as np
 import models
 
 from .constrained_kernels import (bias_chain_kernel, caba_kernel, prepare_kernel, prox_ltl_kernel, pv_kernel,
-                                  row_values_kernel, supports_kernel)
-from .delassus_kernels import dense_jacobian_kernel
+                                  supports_kernel)
+from .delassus_kernels import dense_jacobian_kernel, gather_kernel
 from .constraints import as_constraint_set
 
 
@@ -83,7 +83,7 @@ class _Work:
 
     def __init__(self, model, cs):
         n, nv, m = model.nbodies, model.nv, cs.m
-        self.model, self.n, self.nv, self.m = model, n, nv, m
+        self.model, self.cs, self.n, self.nv, self.m = model, cs, n, nv, m
         b = cs.cb_body[cs.row_block] if m else np.zeros((0, 2), np.int64)
         link_rows = cs.dof < 0
         self.coupled = bool(np.any(link_rows & (b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1])))
@@ -105,6 +105,8 @@ class _Work:
         self.gk, self.kref, self.e = z(m), z(m), z(m)
         self.krow = np.arange(m, dtype=np.int64)
         self.zero = z(m)
+        self.rows = (self.la, self.lb, self.kA, self.kB, cs.dof, cs.sg, np.arange(m, dtype=np.int64),
+                     z(0, np.int64), z((0, 2), np.int64), z((0, 24)))
 
     def pv(self):
         """The proxPV items (row sides and joint rows sorted by the preorder of their link, with
@@ -163,7 +165,7 @@ class _Work:
 
 def _link_rows_values(w, acc, qdd, y):
     """y = J-rows applied to link accelerations acc and joint accelerations qdd (both sides)."""
-    row_values_kernel(w.la, w.lb, w.kA, w.kB, w.cs.dof, w.cs.sg, acc, qdd, y)
+    gather_kernel(w.rows, acc, qdd, y)
 
 
 def _preorder(par):
@@ -192,7 +194,6 @@ def _work(model, cs):
     w = getattr(cs, "_cdyn", None)
     if w is None or w.model is not model:
         w = cs._cdyn = _Work(model, cs)
-        w.cs = cs
     return w
 
 
@@ -225,9 +226,9 @@ def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=5
     w.at(q, v, a_ref)
     a = np.empty(model.nv)
     lam = np.zeros(cs.m)
-    it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.la, w.lb, w.kA, w.kB, w.krow,
-                          cs.dof, cs.sg, w.kref, w.lptr, w.lrow, w.jrow, w.se, mu, tol, max_iter, w.c, w.pA, w.IA, w.U,
-                          w.Lc, w.u, w.du, w.dpA, w.qprev, w.e, a, w.acc, lam)
+    it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.rows, w.kA, w.krow, cs.dof,
+                          cs.sg, w.kref, w.lptr, w.lrow, w.jrow, w.se, mu, tol, max_iter, w.c, w.pA, w.IA, w.U, w.Lc,
+                          w.u, w.du, w.dpA, w.qprev, w.e, a, w.acc, lam)
     if it < 0:
         raise model.singular_mass_matrix_error(w.op)
     return ConstrainedResult(a, -lam, int(it), float(res))

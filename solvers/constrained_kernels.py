@@ -26,6 +26,7 @@ from models.jitcache import drop_stale_cache
 from models.kinematics import kinematics_kernel
 
 from .constraints import rows_kernel
+from .delassus_kernels import gather_kernel
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
                             models.joints.__file__])
@@ -139,25 +140,6 @@ def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
                     pd[:] = ws
                 g += sigma * (_cross_dot(t, ws, wt) + _cross_dot(t, om, pd))
             gk[r0 + r] = g
-
-
-@njit(cache=True)
-def row_values_kernel(la, lb, kA, kB, dof, sg, acc, qdd, y):
-    """y = kA·a_la + kB·a_lb (link rows) or sg q̈ (joint rows), (m,)."""
-    for r in range(la.shape[0]):
-        if dof[r] >= 0:
-            y[r] = sg[r] * qdd[dof[r]]
-        else:
-            s = 0.0
-            a = la[r]
-            if a >= 0:
-                for k in range(6):
-                    s += kA[r, k] * acc[a, k]
-            b = lb[r]
-            if b >= 0:
-                for k in range(6):
-                    s += kB[r, k] * acc[b, k]
-            y[r] = s
 
 
 @njit(cache=True, inline="always")
@@ -370,7 +352,7 @@ def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x
 
 # --------------------------------------------------------------------------- constrainedABA
 @njit(cache=True)
-def caba_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, krow, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
+def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
                 max_iter, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam):
     """constrainedABA (paper 002 Alg. 3) for unary constraints on a tree, O(n + m) per iteration.
 
@@ -379,7 +361,8 @@ def caba_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, krow, dof, s
     Alg. 2 (`force_sweep_kernel` with Δλ = μ (K a − k), roll-out over 𝒮_E) until
     min(‖q̈ᵏ − q̈ᵏ⁻¹‖∞, ‖K a − k‖∞) < tol (Alg. 3 line 6) or max_iter primal solves; then the
     roll-out of the links outside 𝒮_E (Alg. 3 lines 9–11). kref (m,) is k (desired K a);
-    krow = arange(m). lam (m,) on entry λ⁰ (the paper's sign), on exit the multipliers of q̈
+    krow = arange(m); rows: the row tuple of `delassus_kernels.gather_kernel` (K a, all rows
+    generic). lam (m,) on entry λ⁰ (the paper's sign), on exit the multipliers of q̈
     (M q̈ = τ − c − Jᵀ λ, the update of Eq. 27b after the last solve).
     Returns (iterations, residual ‖K a − k‖∞); iterations = -1 if some Dᵢ is not PD."""
     n = jint.shape[0]
@@ -393,7 +376,7 @@ def caba_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, krow, dof, s
     res = np.inf
     while True:
         # Eq. 27b: λ ← λ + μ (K a − k); the primal step just taken is exact for this λ
-        row_values_kernel(la, lb, kA, kB, dof, sg, acc, qdd, e)
+        gather_kernel(rows, acc, qdd, e)
         res = 0.0
         for r in range(e.shape[0]):
             e[r] -= kref[r]
@@ -422,6 +405,41 @@ def caba_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, krow, dof, s
     for i in range(n):
         if not se[i]:
             _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    return it, res
+
+
+# --------------------------------------------------------------------------- proxPV / proxLTL dual
+@njit(cache=True)
+def prox_dual_kernel(G, b, mu, tol, max_iter, C, tmp, lam):
+    """The proximal-point iterations on the dual (paper 002 Eq. 13, Alg. 4 lines 12–15):
+    C = chol(G + I/μ) once, then λ ← C⁻ᵀ C⁻¹ (λ/μ + b) until min(‖G λ − b‖∞,
+    ‖G (G λ − b)‖∞ (Eq. 14)) < tol or max_iter solves. λ in the paper's sign.
+    Returns (iterations, ‖G λ − b‖∞)."""
+    m = b.shape[0]
+    for r in range(m):
+        for k in range(m):
+            C[r, k] = G[r, k]
+        C[r, r] += 1.0 / mu
+    if m:
+        C[:, :] = np.linalg.cholesky(C)
+    it = 0
+    res = 0.0
+    while it < max_iter and m:
+        for r in range(m):
+            t = lam[r] / mu + b[r]
+            for k in range(r):
+                t -= C[r, k] * tmp[k]
+            tmp[r] = t / C[r, r]
+        for r in range(m - 1, -1, -1):
+            t = tmp[r]
+            for k in range(r + 1, m):
+                t -= C[k, r] * lam[k]
+            lam[r] = t / C[r, r]
+        it += 1
+        e = G @ lam - b
+        res = np.max(np.abs(e))
+        if min(res, np.max(np.abs(G @ e))) < tol:
+            break
     return it, res
 
 
@@ -503,42 +521,7 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
     # lines 12–15: proximal iterations on the dual, b = K₀ a₀ + l₀ (l₀ holding −k)
     for r in range(m):
         l[r] -= kref[r]
-        for s in range(m):
-            C[r, s] = L[r, s]
-        C[r, r] += 1.0 / mu
-    if m:
-        C[:, :] = np.linalg.cholesky(C)
-    it = 0
-    res = 0.0
-    while it < max_iter and m:
-        for r in range(m):
-            tmp[r] = lam[r] / mu + l[r]
-        for r in range(m):
-            t = tmp[r]
-            for k in range(r):
-                t -= C[r, k] * tmp[k]
-            tmp[r] = t / C[r, r]
-        for r in range(m - 1, -1, -1):
-            t = tmp[r]
-            for k in range(r + 1, m):
-                t -= C[k, r] * lam[k]
-            lam[r] = t / C[r, r]
-        it += 1
-        res = 0.0
-        for r in range(m):
-            t = -l[r]
-            for k in range(m):
-                t += L[r, k] * lam[k]
-            tmp[r] = t
-            res = max(res, abs(t))
-        lsq = 0.0
-        for r in range(m):
-            t = 0.0
-            for k in range(m):
-                t += L[r, k] * tmp[k]
-            lsq = max(lsq, abs(t))
-        if min(res, lsq) < tol:
-            break
+    it, res = prox_dual_kernel(L, l, mu, tol, max_iter, C, tmp, lam)
     # lines 17–19: roll-out with the constraint forces −Kᵀλ
     _item_rows(kA, kB, it_row, it_side, KI)
     force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA)
@@ -610,31 +593,7 @@ def prox_ltl_kernel(jint, jfloat, armature, gravity, dpar, q, v, tau, J, gamma, 
         ltl_solve_t(dpar, M, Y[:, r])
     G = Y.T @ Y
     b = J @ a + gamma
-    for r in range(m):
-        for s in range(m):
-            C[r, s] = G[r, s]
-        C[r, r] += 1.0 / mu
-    if m:
-        C[:, :] = np.linalg.cholesky(C)
-    it = 0
-    res = 0.0
-    t = np.empty(m)
-    while it < max_iter and m:
-        for r in range(m):
-            x = lam[r] / mu + b[r]
-            for k in range(r):
-                x -= C[r, k] * t[k]
-            t[r] = x / C[r, r]
-        for r in range(m - 1, -1, -1):
-            x = t[r]
-            for k in range(r + 1, m):
-                x -= C[k, r] * lam[k]
-            lam[r] = x / C[r, r]
-        it += 1
-        e = G @ lam - b
-        res = np.max(np.abs(e))
-        if min(res, np.max(np.abs(G @ e))) < tol:
-            break
+    it, res = prox_dual_kernel(G, b, mu, tol, max_iter, C, np.empty(m), lam)
     f = Y @ lam
     ltl_solve(dpar, M, f)
     for k in range(nv):

@@ -1,0 +1,324 @@
+"""Constrained forward dynamics with equality constraints by the proximal augmented Lagrangian
+(paper 002: A. Sathya and J. Carpentier, "Constrained Articulated Body Dynamics Algorithms").
+
+Problem (paper 002 Eq. 2, Gauss' principle with motion constraints): the accelerations a of
+
+    minimise ½ ‖a − a_free‖²_M   subject to   J a + γ = a_ref,
+
+with M a_free = τ − c(q, v), γ = J̇ v the constraint drift and a_ref the desired constraint
+accelerations (0 by default; a Baumgarte term for stabilisation). Every row is bilateral: a
+`Contact` is read as a point that may not accelerate relative to the other body, a
+`LoopClosure` as its point/weld, a joint constraint as q̈-row = a_ref. Redundant or singular
+constraint sets are fine: the proximal term makes every step well posed and the iterations
+converge to the minimum-norm multipliers (paper 002 Sec. II-C/D).
+
+Public functions (same signature, same result record):
+
+    constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None)
+    prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None)
+    prox_ltl(...)   the dense reference (CRBA, LTL of M, Cholesky of Λ⁻¹ + I/μ)
+
+→ `ConstrainedResult(a (nv,), lam (m,), iterations, residual)`: `lam` are the constraint
+forces in this code base's sign (M a = τ − c + Jᵀ lam, as contact impulses), `residual` is
+‖J a + γ − a_ref‖∞ (m/s², rad/s²), `iterations` the number of proximal (primal) solves.
+
+J (rows in the order of the constraints), γ: J(q) is the one of `DenseDelassus` (a contact's
+point and frame fixed in the world, loop anchors moving with their bodies, loop axes with
+body 1), and γ = d/dt(J(q(t))) v along the motion (`constraint_drift`).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import models
+
+from .constrained_kernels import (bias_chain_kernel, caba_kernel, prepare_kernel, prox_ltl_kernel, pv_kernel,
+                                  supports_kernel)
+from .delassus_kernels import dense_jacobian_kernel, gather_kernel
+from .constraints import as_constraint_set
+
+
+class ConstrainedResult(NamedTuple):
+    """a (nv,) joint accelerations; lam (m,) constraint forces (M a = τ − c + Jᵀ lam);
+    iterations: proximal (primal) solves; residual: ‖J a + γ − a_ref‖∞."""
+    a: np.ndarray
+    lam: np.ndarray
+    iterations: int
+    residual: float
+
+
+# ----------------------------------------------------------------------------- inputs
+def _settings(mu, tol, max_iter):
+    mu = float(mu)
+    if not (np.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu (the proximal parameter) must be > 0 and finite, got {mu}")
+    tol = float(tol)
+    if not (tol >= 0 and np.isfinite(tol)):
+        raise ValueError(f"tol must be >= 0 and finite, got {tol}")
+    if int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter}")
+    return mu, tol, int(max_iter)
+
+
+def _inputs(model, q, v, tau, constraints, a_ref):
+    """(q, v, tau, ConstraintSet, a_ref) checked: shapes, finiteness, unit quaternions, bodies."""
+    cs = as_constraint_set(model, constraints)
+    q = model.check_q(q)
+    v = model.check_v(v)
+    tau = model.check_v(tau, "tau")
+    if a_ref is None:
+        a_ref = np.zeros(cs.m)
+    else:
+        a_ref = np.asarray(a_ref, dtype=float)
+        if a_ref.shape != (cs.m,) or not np.all(np.isfinite(a_ref)):
+            raise ValueError(f"a_ref must be {cs.m} finite numbers (one per constraint row)")
+    return q, v, tau, cs, a_ref
+
+
+class _Work:
+    """Per (model, constraint set) structure and workspaces, cached on the ConstraintSet:
+    row links, link rows (CSR), joint rows, 𝒮_E, whether some constraint couples two bodies."""
+
+    def __init__(self, model, cs):
+        n, nv, m = model.nbodies, model.nv, cs.m
+        self.model, self.cs, self.n, self.nv, self.m = model, cs, n, nv, m
+        b = cs.cb_body[cs.row_block] if m else np.zeros((0, 2), np.int64)
+        link_rows = cs.dof < 0
+        self.coupled = bool(np.any(link_rows & (b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1])))
+        la = np.where(b[:, 0] >= 0, b[:, 0], b[:, 1]) if m else np.zeros(0, np.int64)
+        la = np.where(link_rows, la, -1).astype(np.int64)
+        self.lrow = np.flatnonzero(la >= 0)
+        self.lrow = self.lrow[np.argsort(la[self.lrow], kind="stable")].astype(np.int64)
+        self.lptr = np.searchsorted(la[self.lrow], np.arange(n + 1)).astype(np.int64)
+        self.jrow = np.flatnonzero(~link_rows).astype(np.int64)
+        dof_link = np.repeat(np.arange(n), model.nvs).astype(np.int64)
+        self.se = np.zeros(n, np.int64)
+        supports_kernel(model.jint, la, cs.dof, dof_link, self.se)
+        z = np.zeros
+        self.oR, self.op, self.S, self.H = z((n, 3, 3)), z((n, 3)), z((6, nv)), z((n, 6, 6))
+        self.la, self.lb, self.kA, self.kB = z(m, np.int64), z(m, np.int64), z((m, 6)), z((m, 6))
+        self.vel, self.c, self.pA, self.dpA, self.acc = z((n, 6)), z((n, 6)), z((n, 6)), z((n, 6)), z((n, 6))
+        self.IA, self.Lc, self.U = z((n, 6, 6)), z((n, 6, 6)), z((6, nv))
+        self.u, self.du, self.qprev = z(nv), z(nv), z(nv)
+        self.gk, self.kref, self.e = z(m), z(m), z(m)
+        self.krow = np.arange(m, dtype=np.int64)
+        self.zero = z(m)
+        self.rows = (self.la, self.lb, self.kA, self.kB, cs.dof, cs.sg, np.arange(m, dtype=np.int64),
+                     z(0, np.int64), z((0, 2), np.int64), z((0, 24)))
+
+    def pv(self):
+        """The proxPV items (row sides and joint rows sorted by the preorder of their link, with
+        each link's subtree range lo:hi), the link CSR of the roll-out and 𝒮_E; built once."""
+        if getattr(self, "_pv", None) is None:
+            model, cs, n = self.model, self.cs, self.n
+            par = model.jint[:, 0]
+            b = cs.cb_body[cs.row_block] if self.m else np.zeros((0, 2), np.int64)
+            la = np.where(b[:, 0] >= 0, b[:, 0], b[:, 1])
+            lb = np.where((b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1]), b[:, 1], -1)
+            dof_link = np.repeat(np.arange(n), model.nvs)
+            rows, sides, links = [], [], []
+            for r in range(self.m):
+                if cs.dof[r] >= 0:
+                    rows.append(r), sides.append(2), links.append(dof_link[cs.dof[r]])
+                    continue
+                for side, lk in ((0, la[r]), (1, lb[r])):
+                    if lk >= 0:
+                        rows.append(r), sides.append(side), links.append(lk)
+            pre, size = _preorder(par)
+            links = np.asarray(links, np.int64)
+            order = np.argsort(pre[links], kind="stable")
+            it_row = np.asarray(rows, np.int64)[order]
+            it_side = np.asarray(sides, np.int64)[order]
+            it_link = links[order]
+            spre = pre[it_link]
+            lo = np.searchsorted(spre, pre).astype(np.int64)
+            hi = np.searchsorted(spre, pre + size).astype(np.int64)
+            own = np.flatnonzero(it_side < 2)
+            own = own[np.argsort(it_link[own], kind="stable")].astype(np.int64)
+            lptr = np.searchsorted(it_link[own], np.arange(n + 1)).astype(np.int64)
+            se = np.zeros(n, np.int64)
+            supports_kernel(model.jint, it_link, np.full(len(it_link), -1), dof_link, se)
+            ni = len(it_row)
+            self._pv = (it_row, it_side, lo, hi, lptr, own, se,
+                        (np.zeros((ni, 6)), np.zeros((ni, 6)), np.zeros((ni, 6)), np.zeros((self.m, self.m)),
+                         np.zeros((self.m, self.m)), np.zeros(self.m), np.zeros(self.m)))
+        return self._pv
+
+    def at(self, q, v, a_ref=None):
+        """Kinematics at q, the rows K, the velocity sweep at v, γ_K (the K̇ v part of γ) and
+        kref (`prepare_kernel`)."""
+        model, cs = self.model, self.cs
+        prepare_kernel(model.jint, model.jfloat, model.gravity, q, v, cs.cb_kind, cs.cb_row, cs.cb_nrows,
+                       cs.cb_body, cs.cb_f, cs.dof, self.zero if a_ref is None else a_ref, self.oR, self.op, self.S,
+                       self.H, self.la, self.lb, self.kA, self.kB, self.vel, self.c, self.pA, self.gk, self.kref)
+
+    def drift(self):
+        """γ = J̇ v (m,) at the state of `at`: K·(bias accelerations, no gravity) + γ_K."""
+        acc = self.acc
+        bias_chain_kernel(self.model.jint, self.c, acc)
+        y = np.empty(self.m)
+        _link_rows_values(self, acc, np.zeros(self.nv), y)
+        return y + self.gk
+
+
+def _link_rows_values(w, acc, qdd, y):
+    """y = J-rows applied to link accelerations acc and joint accelerations qdd (both sides)."""
+    gather_kernel(w.rows, acc, qdd, y)
+
+
+def _preorder(par):
+    """(pre, size) (n,): depth-first preorder index of each link and its subtree size, so the
+    subtree of i is the preorder range pre[i]:pre[i] + size[i]."""
+    n = len(par)
+    children = [[] for _ in range(n)]
+    for i in range(n):
+        if par[i] >= 0:
+            children[par[i]].append(i)
+    pre, size = np.zeros(n, np.int64), np.ones(n, np.int64)
+    stack = [i for i in range(n - 1, -1, -1) if par[i] < 0]
+    k = 0
+    while stack:
+        i = stack.pop()
+        pre[i] = k
+        k += 1
+        stack.extend(reversed(children[i]))
+    for i in range(n - 1, -1, -1):   # children after parents
+        if par[i] >= 0:
+            size[par[i]] += size[i]
+    return pre, size
+
+
+def _work(model, cs):
+    w = getattr(cs, "_cdyn", None)
+    if w is None or w.model is not model:
+        w = cs._cdyn = _Work(model, cs)
+    return w
+
+
+def constraint_drift(model, q, v, constraints):
+    """γ = J̇(q, v) v (m,): the constraint accelerations at zero joint acceleration and no
+    gravity, J a + γ being the rows' acceleration (see the module doc for J(q))."""
+    cs = as_constraint_set(model, constraints)
+    w = _work(model, cs)
+    w.at(model.check_q(q), model.check_v(v))
+    return w.drift()
+
+
+# ----------------------------------------------------------------------------- constrainedABA
+def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
+    """Constrained forward dynamics by constrainedABA (paper 002 Alg. 1–3), O(n + m) per
+    proximal iteration: the ABA with constraint-augmented link inertias H̃ᵢ = Hᵢ + μ KᵢᵀKᵢ and
+    forces (Eq. 29), then reduced two-sweep passes over the links that support constraints
+    (Alg. 2) until min(‖Δa‖∞, ‖J a + γ − a_ref‖∞) < tol or `max_iter` solves.
+
+    mu > 0: the proximal / augmented-Lagrangian parameter (the paper uses 1e6); larger converges
+    in fewer iterations. Constraints that couple two moving bodies (body-body contacts, loop
+    closures) make the augmented inertia a graph, not a tree: their primal step uses the
+    link-graph elimination of the matrix-free Λ_R (paper 000 Alg. 4), the same iterates.
+    Returns `ConstrainedResult` (see the module doc)."""
+    mu, tol, max_iter = _settings(mu, tol, max_iter)
+    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
+    w = _work(model, cs)
+    if w.coupled:
+        return _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref)
+    w.at(q, v, a_ref)
+    a = np.empty(model.nv)
+    lam = np.zeros(cs.m)
+    it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.rows, w.kA, w.krow, cs.dof,
+                          cs.sg, w.kref, w.lptr, w.lrow, w.jrow, w.se, mu, tol, max_iter, w.c, w.pA, w.IA, w.U, w.Lc,
+                          w.u, w.du, w.dpA, w.qprev, w.e, a, w.acc, lam)
+    if it < 0:
+        raise model.singular_mass_matrix_error(w.op)
+    return ConstrainedResult(a, -lam, int(it), float(res))
+
+
+def _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref):
+    """The proximal iterations λᵏ⁺¹ = Λ_μ (λᵏ/μ − b) (paper 002 Eq. 13, identical to the ALM
+    iterates of Eq. 16) on the matrix-free Λ_μ of paper 000 (LCABA on the link graph), for
+    constraint sets with body-body rows; b = J a_free + γ − a_ref."""
+    from .delassus import MatrixFreeDelassus
+    w.at(q, v)
+    gamma = w.drift()
+    data = models.Data(model)
+    data._compute(q)
+    a_free = data.free_acceleration(v, tau, np.zeros((model.nbodies, 6)), np.empty(model.nv))
+    op = MatrixFreeDelassus(model, data.q, cs, data=data, damping=1.0 / mu)
+    b = op.J_apply(a_free) + gamma - a_ref
+    lam = np.zeros(cs.m)
+    it = 0
+    while it < max_iter:
+        new = op.solve(lam / mu - b, refine=1)
+        it += 1
+        step = np.max(np.abs(new - lam), initial=0.0) / mu
+        lam = new
+        if step < tol:
+            break
+    a = a_free + op.JT_minv(lam)
+    res = float(np.max(np.abs(op.J_apply(a) + gamma - a_ref), initial=0.0))
+    return ConstrainedResult(a, lam, it, res)
+
+
+# ----------------------------------------------------------------------------- proxPV
+def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
+    """Constrained forward dynamics by proxPV (paper 002 Alg. 4): the PV algorithm's backward
+    sweep forms the Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ and J a_free + γ − a_ref recursively
+    (O(n + m²d)), the proximal-point iterations run on the dual with one Cholesky of
+    Λ⁻¹ + I/μ (O(m³)), and a roll-out gives the accelerations. Handles every constraint kind,
+    body-body rows included (a row's two sides merge at their common ancestor).
+    Stops when min(‖J a + γ − a_ref‖∞, the least-squares error of Eq. 14) < tol or after
+    `max_iter` dual solves. Returns `ConstrainedResult`."""
+    mu, tol, max_iter = _settings(mu, tol, max_iter)
+    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
+    w = _work(model, cs)
+    w.at(q, v, a_ref)
+    it_row, it_side, lo, hi, lptr, own, se, (KI, Wk, Zk, L, C, l, tmp) = w.pv()
+    a = np.empty(model.nv)
+    lam = np.zeros(cs.m)
+    it, res = pv_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.la, w.lb, w.kA, w.kB, cs.dof,
+                        cs.sg, w.kref, it_row, it_side, lo, hi, lptr, own, w.jrow, se, mu, tol, max_iter, w.c, w.pA,
+                        w.IA, w.U, w.Lc, w.u, w.du, w.dpA, KI, Wk, Zk, L, C, l, tmp, lam, a, w.acc)
+    if it < 0:
+        raise model.singular_mass_matrix_error(w.op)
+    return ConstrainedResult(a, -lam, int(it), float(res))
+
+
+# ----------------------------------------------------------------------------- proxLTL
+def _dof_parents(model):
+    """(nv,) int64: the dof tree of M's sparsity, λ(k) = previous dof of the joint or the last
+    dof of the nearest ancestor joint with dofs (−1 at roots); cached on the model."""
+    dp = getattr(model, "_dof_parents", None)
+    if dp is None:
+        dp = np.full(model.nv, -1, np.int64)
+        last = np.full(model.nbodies, -1, np.int64)
+        for i in range(model.nbodies):
+            p = model.jint[i, 0]
+            up = last[p] if p >= 0 else -1
+            iv, nvi = model.idx_v[i], model.nvs[i]
+            for k in range(iv, iv + nvi):
+                dp[k] = up
+                up = k
+            last[i] = up
+        model._dof_parents = dp
+    return dp
+
+
+def prox_ltl(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
+    """The dense reference proxLTL (paper 002 Sec. II-D1): M by CRBA factored by Featherstone's
+    LTL (branching-induced sparsity), the explicit Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ, one dense
+    Cholesky of Λ⁻¹ + I/μ and the proximal iterations of Eq. 13 on the dual,
+    O(nd² + m²d + md² + m³). Same signature and result as `constrained_aba`."""
+    mu, tol, max_iter = _settings(mu, tol, max_iter)
+    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
+    w = _work(model, cs)
+    w.at(q, v)
+    gamma = w.drift() - a_ref
+    J = np.empty((cs.m, model.nv))
+    dense_jacobian_kernel(model.jint, w.S, w.la, w.lb, w.kA, w.kB, cs.dof, cs.sg, J)
+    nv, m = model.nv, cs.m
+    a, lam = np.empty(nv), np.zeros(m)
+    it, res = prox_ltl_kernel(model.jint, model.jfloat, model.armature, model.gravity, _dof_parents(model), q, v,
+                              tau, J, gamma, mu, tol, max_iter, np.empty((nv, nv)), np.empty((nv, m)),
+                              np.empty((m, m)), lam, a)
+    return ConstrainedResult(a, -lam, int(it), float(res))

@@ -1,0 +1,601 @@
+"""Numba kernels of constrained forward dynamics (paper 002: Sathya and Carpentier,
+"Constrained Articulated Body Dynamics Algorithms"). World frame, Featherstone's symbols.
+
+Conventions (as in `models.dynamics`): spatial vectors (linear, angular) in world axes about
+the world origin; pᴬ is the articulated *bias* force (pᴬ = −fᴬ of the paper), U = Iᴬ S,
+D = Sᵀ U (+ armature), u = τ − Sᵀ pᴬ, c = v × S q̇ (the paper's a_b), a₀ = (−g, 0).
+
+Rows (see `constraints.rows_kernel`, contact rows included): link row r on link la[r] with
+spatial row kA[r] (unary: the world or the same link on the other side), joint row r on
+dof[r] with sign sg[r]. The paper's Kᵢ aᵢ = kᵢ (Eq. 20c) reads kA[r]·a_{la[r]} = k[r] and
+sg[r] q̈_{dof[r]} = k[r]; its multipliers λ enter as M q̈ = τ − c − Jᵀ λ.
+
+Tree structure for the sweeps over 𝒮_E (links supporting a constraint): `lptr`/`lrow` list
+the link rows of each link (CSR), `jrow` the joint rows, `se` (n,) 1 for links in 𝒮_E.
+"""
+import numpy as np
+from numba import njit
+
+import models.dynamics
+import models.joints
+import models.kinematics
+import models.spatial
+from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
+from models.dynamics import crba_kernel, rnea_kernel
+from models.jitcache import drop_stale_cache
+from models.kinematics import kinematics_kernel
+
+from .constraints import rows_kernel
+from .delassus_kernels import gather_kernel
+
+drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
+                            models.joints.__file__])
+
+
+# --------------------------------------------------------------------------- shared pieces
+@njit(cache=True)
+def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
+    """First forward sweep (paper 002 Alg. 1 lines 1–4 without τ): vᵢ = v_λ(i) + Sᵢ q̇ᵢ,
+    cᵢ = vᵢ × Sᵢ q̇ᵢ (a_b,ᵢ), pᴬᵢ = vᵢ ×* Hᵢ vᵢ. vel, c, pA (n, 6)."""
+    vJ, h = np.empty(6), np.empty(6)
+    for i in range(jint.shape[0]):
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for r in range(6):
+            x = 0.0
+            for k in range(iv, iv + nvi):
+                x += S[r, k] * v[k]
+            vJ[r] = x
+            vel[i, r] = vel[par, r] + x if par >= 0 else x
+        _crm_into(vel[i], vJ, c[i])
+        _mv6(H[i], vel[i], h)
+        for r in range(6):
+            pA[i, r] = 0.0
+        _crf_add(vel[i], h, pA[i])
+
+
+@njit(cache=True)
+def bias_chain_kernel(jint, c, acc):
+    """acc (n, 6): link accelerations at q̈ = 0 without gravity, aᵢ = a_λ(i) + cᵢ."""
+    for i in range(jint.shape[0]):
+        par = jint[i, 0]
+        for r in range(6):
+            acc[i, r] = c[i, r] + (acc[par, r] if par >= 0 else 0.0)
+
+
+@njit(cache=True, inline="always")
+def _cross_dot(t, a, b):
+    """t · (a × b) for 3-vectors."""
+    return (t[0] * (a[1] * b[2] - a[2] * b[1]) + t[1] * (a[2] * b[0] - a[0] * b[2])
+            + t[2] * (a[0] * b[1] - a[1] * b[0]))
+
+
+@njit(cache=True)
+def _point_velocity(vel, b, p, out):
+    """Velocity of the material point of body b at world point p (0 for the world)."""
+    if b < 0:
+        out[:] = 0.0
+        return
+    w = vel[b]
+    out[0] = w[0] + w[4] * p[2] - w[5] * p[1]
+    out[1] = w[1] + w[5] * p[0] - w[3] * p[2]
+    out[2] = w[2] + w[3] * p[1] - w[4] * p[0]
+
+
+@njit(cache=True)
+def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
+    """γ_K (m,): the part of the constraint drift J̇ v that comes from rows moving with their
+    bodies, K̇ · v (the rest, Kᵢ J̇ᵢ v, is in the bias accelerations cᵢ of the sweeps).
+
+    J(q) is the one of `rows_kernel`: a contact's point and frame are fixed in the world
+    (K̇ = 0); a loop closure's anchors move with their bodies and its axes with body 1 (ω_t).
+    For a point row along t on side s (sign σ, body velocity wₛ at the anchor, anchor velocity
+    ṗ): σ t·(wₛ × ω_t + ωₛ × ṗ); for an angular row: σ t·(ωₛ × ω_t). Joint rows: 0."""
+    p1, p2, t, wt, ws, pd, om = (np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3),
+                                 np.empty(3))
+    R = np.empty((3, 3))
+    for c in range(cb_kind.shape[0]):
+        kind, r0, nr = cb_kind[c], cb_row[c], cb_nrows[c]
+        if kind == 0 or kind >= 3:
+            for r in range(r0, r0 + nr):
+                gk[r] = 0.0
+            continue
+        b1, b2 = cb_body[c, 0], cb_body[c, 1]
+        f = cb_f[c]
+        for a in range(3):
+            if b1 >= 0:
+                p1[a] = oR[b1, a, 0] * f[0] + oR[b1, a, 1] * f[1] + oR[b1, a, 2] * f[2] + op[b1, a]
+                for k in range(3):
+                    R[a, k] = oR[b1, a, 0] * f[3 + k] + oR[b1, a, 1] * f[6 + k] + oR[b1, a, 2] * f[9 + k]
+                wt[a] = vel[b1, 3 + a]
+            else:
+                p1[a] = f[a]
+                for k in range(3):
+                    R[a, k] = f[3 + 3 * a + k]
+                wt[a] = 0.0
+            if kind == 2:
+                p2[a] = p1[a]
+            elif b2 >= 0:
+                p2[a] = oR[b2, a, 0] * f[12] + oR[b2, a, 1] * f[13] + oR[b2, a, 2] * f[14] + op[b2, a]
+            else:
+                p2[a] = f[12 + a]
+        for r in range(nr):
+            for a in range(3):
+                t[a] = R[a, r % 3]
+            g = 0.0
+            for side in range(2):
+                b = b1 if side == 0 else b2
+                if b < 0:
+                    continue
+                sigma = 1.0 if side == 0 else -1.0
+                for a in range(3):
+                    om[a] = vel[b, 3 + a]
+                if r >= 3:
+                    g += sigma * _cross_dot(t, om, wt)
+                    continue
+                p = p1 if side == 0 else p2
+                _point_velocity(vel, b, p, ws)
+                if kind == 2:
+                    _point_velocity(vel, b1, p1, pd)     # the weld anchor moves with body 1
+                else:
+                    pd[:] = ws
+                g += sigma * (_cross_dot(t, ws, wt) + _cross_dot(t, om, pd))
+            gk[r0 + r] = g
+
+
+@njit(cache=True, inline="always")
+def _chol(D, nvi, L):
+    """L (lower) with D[:nvi, :nvi] = L Lᵀ; False if D is not PD."""
+    for j in range(nvi):
+        acc = D[j, j]
+        for k in range(j):
+            acc -= L[j, k] * L[j, k]
+        if not acc > 0.0:
+            return False
+        L[j, j] = np.sqrt(acc)
+        for i in range(j + 1, nvi):
+            acc = D[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / L[j, j]
+    return True
+
+
+@njit(cache=True, inline="always")
+def _chol_solve(L, nvi, x):
+    """x ← D⁻¹ x with D = L Lᵀ (two triangular solves; backward stable where an explicit D⁻¹
+    is not: D carries the μ-sized constraint terms)."""
+    for i in range(nvi):
+        t = x[i]
+        for k in range(i):
+            t -= L[i, k] * x[k]
+        x[i] = t / L[i, i]
+    for i in range(nvi - 1, -1, -1):
+        t = x[i]
+        for k in range(i + 1, nvi):
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+
+
+@njit(cache=True, inline="always")
+def _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc):
+    """Roll-out at link i (Alg. 1 lines 11–12): q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ
+    (D = Lc Lcᵀ)."""
+    par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+    for r in range(6):
+        if par >= 0:
+            acc[i, r] = acc[par, r] + c[i, r]
+        else:
+            acc[i, r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
+    w = np.empty(6)
+    for k in range(nvi):
+        w[k] = u[iv + k] - _dot_col(U, iv + k, acc[i])
+    _chol_solve(Lc[i], nvi, w)
+    for k in range(nvi):
+        qdd[iv + k] = w[k]
+    for r in range(6):
+        t = acc[i, r]
+        for k in range(nvi):
+            t += S[r, iv + k] * qdd[iv + k]
+        acc[i, r] = t
+
+
+@njit(cache=True)
+def supports_kernel(jint, la, dof, dof_link, se):
+    """se (n,) int64: 1 for links that support a constraint (𝒮_E: the link of a row or an ancestor)."""
+    se[:] = 0
+    for r in range(la.shape[0]):
+        i = la[r] if dof[r] < 0 else dof_link[dof[r]]
+        while i >= 0 and se[i] == 0:
+            se[i] = 1
+            i = jint[i, 0]
+
+
+@njit(cache=True)
+def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, a_ref, oR, op, S, H,
+                   la, lb, kA, kB, vel, c, pA, gk, kref):
+    """Everything at (q, v) before the sweeps, in one call: kinematics, the rows K
+    (`rows_kernel`), the first forward sweep (vel, c, pA) and γ_K; then kref = k of Eq. 20c
+    for the sweeps, k = a_ref − γ_K + K a₀ (a₀ = (−g, 0), the uniform field of Eq. 20d that
+    every link acceleration of the sweeps carries)."""
+    kinematics_kernel(jint, jfloat, q, oR, op, S, H)
+    rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, True)
+    bias_sweep_kernel(jint, S, H, v, vel, c, pA)
+    row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk)
+    for r in range(kref.shape[0]):
+        t = a_ref[r] - gk[r]
+        if dof[r] < 0:
+            for side in range(2):
+                b = la[r] if side == 0 else lb[r]
+                if b >= 0:
+                    for k in range(3):
+                        t -= (kA[r, k] if side == 0 else kB[r, k]) * gravity[k]
+        kref[r] = t
+
+
+# --------------------------------------------------------------------------- sweeps
+@njit(cache=True)
+def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, jrow, kref, lam, mu, c, pA, IA, U,
+                      Lc, u):
+    """Alg. 1 lines 5–9 after the first forward sweep (c, pA from `bias_sweep_kernel`): the
+    augmented inertias and forces of Eq. 29, H̃ᵢ = Hᵢ + μ Σ KᵀK, f̃ᵢ = fᵢ + Σ Kᵀ(μ k − λ)
+    (pᴬ −= …), joint rows adding μ sg² to Dᵢ and sg (μ k − λ) to uᵢ; then the backward
+    sweep: Uᵢ = Iᴬᵢ Sᵢ, Dᵢ = Lcᵢ Lcᵢᵀ, uᵢ = τᵢ − Sᵢᵀ pᴬᵢ, and the parent's Iᴬ, pᴬ. With
+    μ = 0 and λ = 0 this is the plain ABA (the PV algorithm's first two sweeps).
+    Link entries: for j in lptr[i]:lptr[i+1], row krow[lidx[j]] with spatial row K[lidx[j]].
+    Returns False if some Dᵢ is not positive definite."""
+    n = jint.shape[0]
+    D, W = np.empty((6, 6)), np.empty((6, 6))
+    y, h = np.empty(6), np.empty(6)
+    for i in range(n):
+        for a in range(6):
+            for b in range(6):
+                IA[i, a, b] = H[i, a, b]
+        for j in range(lptr[i], lptr[i + 1]):
+            x = lidx[j]
+            r = krow[x]
+            s = mu * kref[r] - lam[r]
+            for a in range(6):
+                pA[i, a] -= K[x, a] * s
+                if mu != 0.0:
+                    for b in range(6):
+                        IA[i, a, b] += mu * K[x, a] * K[x, b]
+    for k in range(u.shape[0]):
+        u[k] = tau[k]
+    for j in range(jrow.shape[0]):
+        r = jrow[j]
+        u[dof[r]] += sg[r] * (mu * kref[r] - lam[r])
+    for i in range(n - 1, -1, -1):
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for k in range(nvi):
+            for r in range(6):
+                t = 0.0
+                for cc in range(6):
+                    t += IA[i, r, cc] * S[cc, iv + k]
+                U[r, iv + k] = t
+        for k in range(nvi):
+            for l in range(nvi):
+                D[k, l] = _dot_col(S, iv + k, U[:, iv + l])
+            D[k, k] += armature[iv + k]
+        for j in range(jrow.shape[0]):
+            r = jrow[j]
+            d = dof[r]
+            if iv <= d < iv + nvi:
+                D[d - iv, d - iv] += mu * sg[r] * sg[r]
+        if not _chol(D, nvi, Lc[i]):
+            return False
+        for k in range(nvi):
+            u[iv + k] -= _dot_col(S, iv + k, pA[i])
+        if par >= 0:
+            # pᴬ_λ += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c);  Iᴬ_λ += Iᴬ − Wᵀ W, W = Lc⁻¹ Uᵀ
+            _mv6(IA[i], c[i], h)
+            for k in range(nvi):
+                y[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
+            _chol_solve(Lc[i], nvi, y)
+            for r in range(6):
+                t = pA[i, r] + h[r]
+                for k in range(nvi):
+                    t += U[r, iv + k] * y[k]
+                pA[par, r] += t
+            for cc in range(6):
+                for k in range(nvi):
+                    t = U[cc, iv + k]
+                    for l in range(k):
+                        t -= Lc[i, k, l] * W[l, cc]
+                    W[k, cc] = t / Lc[i, k, k]
+            for r in range(6):
+                for cc in range(6):
+                    t = IA[i, r, cc]
+                    for k in range(nvi):
+                        t -= W[k, r] * W[k, cc]
+                    IA[par, r, cc] += t
+    return True
+
+
+@njit(cache=True)
+def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x, u, du, dpA):
+    """Alg. 2 lines 1–3: the backward sweep over 𝒮_E of a change x (m,) of the multipliers λ
+    (Δf = −Kᵀ x on links, Δτ = −sg x on joints), through Pᵢ = I − Uᵢ Dᵢ⁻¹ Sᵢᵀ, accumulated
+    into the stored uᵢ (so the roll-out of `_rollout_link` sees f^A + Δf). In pᴬ form:
+    Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ, Δuᵢ = Δτᵢ − Sᵢᵀ Δpᴬᵢ."""
+    n = jint.shape[0]
+    y = np.empty(6)
+    for i in range(n):
+        if se[i]:
+            for a in range(6):
+                dpA[i, a] = 0.0
+            for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                du[k] = 0.0
+    for j in range(jrow.shape[0]):
+        r = jrow[j]
+        du[dof[r]] -= sg[r] * x[r]
+    for i in range(n - 1, -1, -1):
+        if not se[i]:
+            continue
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for j in range(lptr[i], lptr[i + 1]):
+            e = lidx[j]
+            xr = x[krow[e]]
+            for a in range(6):
+                dpA[i, a] += K[e, a] * xr
+        for k in range(nvi):
+            du[iv + k] -= _dot_col(S, iv + k, dpA[i])
+            u[iv + k] += du[iv + k]
+            y[k] = du[iv + k]
+        if par >= 0:
+            _chol_solve(Lc[i], nvi, y)
+            for r in range(6):
+                t = dpA[i, r]
+                for k in range(nvi):
+                    t += U[r, iv + k] * y[k]
+                dpA[par, r] += t
+
+
+# --------------------------------------------------------------------------- constrainedABA
+@njit(cache=True)
+def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
+                max_iter, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam):
+    """constrainedABA (paper 002 Alg. 3) for unary constraints on a tree, O(n + m) per iteration.
+
+    Alg. 1 (`articulate_kernel`: the ABA with the augmented inertias and forces of Eq. 29,
+    after the first forward sweep `bias_sweep_kernel` gave c, pA), roll-out over 𝒮_E; then
+    Alg. 2 (`force_sweep_kernel` with Δλ = μ (K a − k), roll-out over 𝒮_E) until
+    min(‖q̈ᵏ − q̈ᵏ⁻¹‖∞, ‖K a − k‖∞) < tol (Alg. 3 line 6) or max_iter primal solves; then the
+    roll-out of the links outside 𝒮_E (Alg. 3 lines 9–11). kref (m,) is k (desired K a);
+    krow = arange(m); rows: the row tuple of `delassus_kernels.gather_kernel` (K a, all rows
+    generic). lam (m,) on entry λ⁰ (the paper's sign), on exit the multipliers of q̈
+    (M q̈ = τ − c − Jᵀ λ, the update of Eq. 27b after the last solve).
+    Returns (iterations, residual ‖K a − k‖∞); iterations = -1 if some Dᵢ is not PD."""
+    n = jint.shape[0]
+    if not articulate_kernel(jint, armature, S, H, tau, kA, krow, lptr, lrow, dof, sg, jrow, kref, lam, mu, c, pA,
+                             IA, U, Lc, u):
+        return -1, np.inf
+    for i in range(n):
+        if se[i]:
+            _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    it = 1
+    res = np.inf
+    while True:
+        # Eq. 27b: λ ← λ + μ (K a − k); the primal step just taken is exact for this λ
+        gather_kernel(rows, acc, qdd, e)
+        res = 0.0
+        for r in range(e.shape[0]):
+            e[r] -= kref[r]
+            res = max(res, abs(e[r]))
+            e[r] *= mu
+            lam[r] += e[r]
+        step = np.inf
+        if it > 1:
+            step = 0.0
+            for i in range(n):
+                if se[i]:
+                    for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                        step = max(step, abs(qdd[k] - qprev[k]))
+        if min(step, res) < tol or it >= max_iter:
+            break
+        for i in range(n):
+            if se[i]:
+                for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                    qprev[k] = qdd[k]
+        force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA)
+        for i in range(n):
+            if se[i]:
+                _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+        it += 1
+    # Alg. 3 lines 9–11: the links outside 𝒮_E
+    for i in range(n):
+        if not se[i]:
+            _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    return it, res
+
+
+# --------------------------------------------------------------------------- proxPV / proxLTL dual
+@njit(cache=True)
+def prox_dual_kernel(G, b, mu, tol, max_iter, C, tmp, lam):
+    """The proximal-point iterations on the dual (paper 002 Eq. 13, Alg. 4 lines 12–15):
+    C = chol(G + I/μ) once, then λ ← C⁻ᵀ C⁻¹ (λ/μ + b) until min(‖G λ − b‖∞,
+    ‖G (G λ − b)‖∞ (Eq. 14)) < tol or max_iter solves. λ in the paper's sign.
+    Returns (iterations, ‖G λ − b‖∞)."""
+    m = b.shape[0]
+    for r in range(m):
+        for k in range(m):
+            C[r, k] = G[r, k]
+        C[r, r] += 1.0 / mu
+    if m:
+        C[:, :] = np.linalg.cholesky(C)
+    it = 0
+    res = 0.0
+    while it < max_iter and m:
+        for r in range(m):
+            t = lam[r] / mu + b[r]
+            for k in range(r):
+                t -= C[r, k] * tmp[k]
+            tmp[r] = t / C[r, r]
+        for r in range(m - 1, -1, -1):
+            t = tmp[r]
+            for k in range(r + 1, m):
+                t -= C[k, r] * lam[k]
+            lam[r] = t / C[r, r]
+        it += 1
+        e = G @ lam - b
+        res = np.max(np.abs(e))
+        if min(res, np.max(np.abs(G @ e))) < tol:
+            break
+    return it, res
+
+
+# --------------------------------------------------------------------------- proxPV
+@njit(cache=True)
+def _item_rows(kA, kB, it_row, it_side, KI):
+    """KI (items, 6): each item's spatial row at q (kA, kB, or 0 for joint rows)."""
+    for x in range(it_row.shape[0]):
+        r = it_row[x]
+        for a in range(6):
+            KI[x, a] = kA[r, a] if it_side[x] == 0 else (kB[r, a] if it_side[x] == 1 else 0.0)
+
+
+@njit(cache=True)
+def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref, it_row, it_side, lo, hi, lptr,
+              lidx, jrow, se, mu, tol, max_iter, c, pA, IA, U, Lc, u, du, dpA, KI, Wk, Zk, L, C, l, tmp, lam, qdd,
+              acc):
+    """proxPV (paper 002 Alg. 4): plain ABA sweeps, the PV backward sweep accumulating the
+    Delassus matrix L₀ᴬ = Λ⁻¹ and l₀ (lines 5–11), the proximal iterations on the dual with
+    one Cholesky of L₀ᴬ + I/μ (lines 12–15), then the roll-out with the constraint forces.
+
+    Items: each row's link sides (it_side 0: kA on la, 1: kB on lb) and joint rows (it_side 2,
+    weight sg on dof), sorted by the preorder of their link so that the items of the subtree
+    of link i are lo[i]:hi[i] (ES(i)); KI (items, 6) holds each item's row Kᴬ propagated to the
+    current link (line 9: Kᴬ ← Kᴬ Pᵢᵀ = Kᴬ − (D⁻¹ wᵀ) Uᵀ with w = Sᵢᵀ Kᴬᵀ (+ sg eₖ)), L gets
+    w D⁻¹ wᵀ (line 10), l gets Kᴬ cᵢ + w D⁻¹ (uᵢ − Uᵢᵀ cᵢ) (line 11) and, past a root, Kᴬ a₀.
+    The roll-out (lines 17–19) applies −Kᵀλ through `force_sweep_kernel` (the same sum
+    Σ Kᴬᵀλᴬ of line 18, propagated once) and `_rollout_link`.
+    Stops when min(‖L λ − b‖∞, ‖L(L λ − b)‖∞ (Eq. 14)) < tol or after max_iter solves.
+    Returns (iterations, ‖L λ − b‖∞); iterations = -1 if some Dᵢ is not PD."""
+    n = jint.shape[0]
+    m = kref.shape[0]
+    ni = it_row.shape[0]
+    lam[:] = 0.0
+    if not articulate_kernel(jint, armature, S, H, tau, kA, it_row[:0], np.zeros(n + 1, np.int64), lidx[:0], dof,
+                             sg, jrow[:0], kref, lam, 0.0, c, pA, IA, U, Lc, u):
+        return -1, np.inf
+    _item_rows(kA, kB, it_row, it_side, KI)
+    L[:, :] = 0.0
+    l[:] = 0.0
+    y = np.empty(6)
+    for i in range(n - 1, -1, -1):
+        a0, b0 = lo[i], hi[i]
+        if a0 == b0:
+            continue
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for k in range(nvi):
+            y[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
+        _chol_solve(Lc[i], nvi, y)
+        for x in range(a0, b0):
+            r = it_row[x]
+            for k in range(nvi):
+                Wk[x, k] = _dot_col(S, iv + k, KI[x])
+            if it_side[x] == 2 and iv <= dof[r] < iv + nvi:
+                Wk[x, dof[r] - iv] += sg[r]
+            t = 0.0
+            for k in range(nvi):
+                Zk[x, k] = Wk[x, k]
+                t += Wk[x, k] * y[k]
+            _chol_solve(Lc[i], nvi, Zk[x])
+            for a in range(6):
+                t += KI[x, a] * c[i, a]
+            l[r] += t
+        for x in range(a0, b0):
+            r = it_row[x]
+            for z in range(a0, b0):
+                t = 0.0
+                for k in range(nvi):
+                    t += Wk[x, k] * Zk[z, k]
+                L[r, it_row[z]] += t
+        for x in range(a0, b0):
+            for a in range(6):
+                t = KI[x, a]
+                for k in range(nvi):
+                    t -= U[a, iv + k] * Zk[x, k]
+                KI[x, a] = t
+            if par < 0:
+                l[it_row[x]] -= KI[x, 0] * gravity[0] + KI[x, 1] * gravity[1] + KI[x, 2] * gravity[2]
+    # lines 12–15: proximal iterations on the dual, b = K₀ a₀ + l₀ (l₀ holding −k)
+    for r in range(m):
+        l[r] -= kref[r]
+    it, res = prox_dual_kernel(L, l, mu, tol, max_iter, C, tmp, lam)
+    # lines 17–19: roll-out with the constraint forces −Kᵀλ
+    _item_rows(kA, kB, it_row, it_side, KI)
+    force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA)
+    for i in range(n):
+        _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    return it, res
+
+
+# --------------------------------------------------------------------------- proxLTL (dense)
+@njit(cache=True)
+def ltl_factor(lam, H):
+    """Featherstone's LTL factorisation in place (RBDA Table 6.3): H = Lᵀ L with L lower
+    triangular and the sparsity of H, lam (nv,) the dof parent array (−1 at roots)."""
+    for k in range(H.shape[0] - 1, -1, -1):
+        a = np.sqrt(H[k, k])
+        H[k, k] = a
+        i = lam[k]
+        while i >= 0:
+            H[k, i] /= a
+            i = lam[i]
+        i = lam[k]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                H[i, j] -= H[k, i] * H[k, j]
+                j = lam[j]
+            i = lam[i]
+
+
+@njit(cache=True)
+def ltl_solve_t(lam, L, b):
+    """b ← L⁻ᵀ b (back-substitution over the dof tree)."""
+    for i in range(L.shape[0] - 1, -1, -1):
+        b[i] /= L[i, i]
+        j = lam[i]
+        while j >= 0:
+            b[j] -= L[i, j] * b[i]
+            j = lam[j]
+
+
+@njit(cache=True)
+def ltl_solve(lam, L, b):
+    """b ← L⁻¹ b (forward substitution over the dof tree)."""
+    for i in range(L.shape[0]):
+        j = lam[i]
+        while j >= 0:
+            b[i] -= L[i, j] * b[j]
+            j = lam[j]
+        b[i] /= L[i, i]
+
+
+@njit(cache=True)
+def prox_ltl_kernel(jint, jfloat, armature, gravity, dpar, q, v, tau, J, gamma, mu, tol, max_iter, M, Y, C, lam, a):
+    """proxLTL (paper 002 Sec. II-D1, Eq. 13): M by CRBA, M = Lᵀ L by LTL, Y = L⁻ᵀ Jᵀ,
+    Λ⁻¹ = Yᵀ Y, one dense Cholesky of Λ⁻¹ + I/μ, proximal iterations on the dual with
+    b = J a_free + γ (γ: the drift minus the desired constraint accelerations), then
+    a = a_free − L⁻¹ Y λ. J (m, nv) dense. Returns (iterations, ‖Λ⁻¹λ − b‖∞)."""
+    m, nv = J.shape
+    crba_kernel(jint, jfloat, armature, q, M)
+    ltl_factor(dpar, M)
+    rnea_kernel(jint, jfloat, armature, gravity, q, v, np.zeros(nv), np.zeros((jint.shape[0], 6)), a)
+    for k in range(nv):
+        a[k] = tau[k] - a[k]
+    ltl_solve_t(dpar, M, a)
+    ltl_solve(dpar, M, a)                      # a_free
+    for r in range(m):
+        for k in range(nv):
+            Y[k, r] = J[r, k]
+        ltl_solve_t(dpar, M, Y[:, r])
+    G = Y.T @ Y
+    b = J @ a + gamma
+    it, res = prox_dual_kernel(G, b, mu, tol, max_iter, C, np.empty(m), lam)
+    f = Y @ lam
+    ltl_solve(dpar, M, f)
+    for k in range(nv):
+        a[k] -= f[k]
+    return it, res

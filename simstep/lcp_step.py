@@ -36,7 +36,8 @@ class LCPStepInfo(NamedTuple):
 
 class LCPContactModel:
     """Paper 004's contact model for a `Simulator` (module docstring); n_f friction directions
-    (even, ≥ 4; default 4 as in the paper's Table 2). `last` is the last step's `LCPStepInfo`."""
+    (even, ≥ 4; default 4 as in the paper's Table 2). `last`: the last step's `LCPStepInfo`
+    (zeros after a step without constraint rows)."""
 
     def __init__(self, sim, n_f=4):
         friction_directions(4 if n_f is None else n_f)           # checks n_f
@@ -44,7 +45,11 @@ class LCPContactModel:
             raise ValueError("contact_model='lcp' does not model joint dry friction (the model has joint friction "
                              "on dofs " + str(sim._fric_dofs.tolist()) + "); use contact_model='ncp'")
         self.sim, self.n_f = sim, 4 if n_f is None else int(n_f)
-        self.last = LCPStepInfo()
+        self._last, self._step = LCPStepInfo(), -1
+
+    @property
+    def last(self):
+        return self._last if self._step == self.sim.steps - 1 else LCPStepInfo()
 
     def solve(self, op, g, cones, c, k, compliance):
         """Impulses λ (m,) of one step for the operator `op`, free velocities g (m,) with targets,
@@ -67,7 +72,7 @@ class LCPContactModel:
                 lam_imp, pivots, nimp, imp_size = r.lam, r.pivots, int(touching.sum()), r.lcp_size
                 g = g + G @ lam_imp
         s = solve_os_lcp(G, g, blocks, self.n_f)
-        self.last = LCPStepInfo(s.lcp_size, pivots + s.pivots, s.rank, nimp, imp_size)
+        self._last, self._step = LCPStepInfo(s.lcp_size, pivots + s.pivots, s.rank, nimp, imp_size), sim.steps
         return s.lam if lam_imp is None else s.lam + lam_imp
 
 

@@ -139,9 +139,8 @@ def lemke_kernel(M, q, max_pivots, tol, z):
     for i in range(n):
         cand[i] = i
     nc = 0
-    qscale = max(1.0, np.abs(q).max())
-    for i in range(n):
-        if q[i] <= qmin + tol * qscale:
+    for i in range(n):          # ties relative to |q_min|: only rows as negative as the minimum
+        if q[i] <= qmin + tol * abs(qmin):
             cand[nc] = i
             nc += 1
     r = _lexmin_row(xb, Binv, s, cand, nc, -1, tol)

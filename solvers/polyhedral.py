@@ -213,6 +213,10 @@ def solve_os_lcp(G, u, blocks, n_f=4, active=None):
     equality holds through the kept rows up to the targets' inconsistency."""
     kind, start, size, param = blocks
     lcp = build_os_lcp(G, u, kind, start, size, param, n_f, active)
+    # velocities at round-off level (a resting or separating contact's tangential 1e-16 m/s)
+    # are zero: a needless Lemke start on them only meets the round-off again
+    if lcp.q.size:
+        lcp.q[np.abs(lcp.q) <= 1e-13 * np.abs(lcp.q).max()] = 0.0
     r = solve_mixed_lcp(lcp.M, lcp.q, lcp.n_free, consistency_tol=np.inf)
     return PolyhedralSolution(impulses(lcp, r.z, G.shape[0]), r.z, lcp.q.shape[0], r.pivots, r.rank)
 

@@ -332,3 +332,65 @@ def test_pendulum_os_and_nmc_os_agree():
         dev[dt] = np.abs(zm - zx).max()
     assert dev[1e-4] < 0.01
     assert dev[1e-4] < 0.7 * dev[2e-4]
+
+
+# ------------------------------------------------------------------ impacts (paper 004 Sec. 7)
+def test_impact_impulses_closed_form():
+    """One particle of mass m against the ground (G = I/m): compression stops it (λ_c = m v),
+    decompression adds ε λ_c: the velocity after is −ε v⁻; with a tangential velocity below the
+    friction limit the tangential part is stopped as well (sticking impact)."""
+    from solvers.polyhedral import impact_impulses
+    m, eps = 2.0, 0.7
+    G = np.eye(3) / m
+    blocks = ConeSet.contacts([0.5]).arrays()
+    u = np.array([0.3, 0.0, -4.0])
+    r = impact_impulses(G, u, blocks, np.array([eps]), np.array([True]))
+    assert np.allclose(r.compression, [-m * 0.3, 0, m * 4.0])
+    assert np.allclose(u + G @ r.lam, [0, 0, eps * 4.0])
+    r = impact_impulses(G, u, blocks, np.array([eps]), np.array([False]))
+    assert np.array_equal(r.lam, np.zeros(3))
+
+
+def test_ball_bounces_to_eps_squared():
+    """A ball dropped from h = 1 m onto the ground, ε = 0.7: its first rebound apex is ε² h
+    (within the O(ε v dt) of the impact detected at the step's start)."""
+    dt, r, h, eps = 1e-4, 0.1, 1.0, 0.7
+    wb = simstep.WorldBuilder()
+    wb.add_ground(friction=0.5, restitution=eps)
+    wb.add_sphere("s", radius=r, mass=1.0, position=(0, 0, h + r), restitution=eps)
+    s = simstep.Simulator(wb.build(), dt=dt, contact_model="lcp")
+    z, impacts = [], 0
+    for _ in range(int(0.8 / dt)):
+        s.step()
+        z.append(s.body_pose("s")[0][2] - r)
+        impacts += s.lcp.last.impacts
+    z = np.array(z)
+    assert impacts == 1
+    lo = np.argmin(z)
+    apex = z[lo:].max()
+    v = np.sqrt(2 * 9.81 * h)
+    assert abs(apex - eps ** 2 * h) < 1.5 * eps * v * dt
+    assert z[lo:].argmax() < z[lo:].size - 1          # the apex was passed (not cut off by the run)
+
+
+def test_simultaneous_impacts_box_falls_flat():
+    """A box falling flat hits the ground at its four corners at once: one compression and one
+    decompression LCP over the four contacts (24 unknowns), the box leaves with ε v⁻ (minus the
+    step's gravity) and no rotation."""
+    eps, dt = 0.5, 1e-3
+    wb = simstep.WorldBuilder()
+    wb.add_ground(friction=0.5, restitution=eps)
+    wb.add_box("b", half_extents=(.2, .1, .05), mass=1.0, position=(0, 0, 0.55), restitution=eps)
+    s = simstep.Simulator(wb.build(), dt=dt, contact_model="lcp")
+    for _ in range(600):
+        v_pre = s.body_velocity("b")[0][2]
+        s.step()
+        if s.lcp.last.impacts:
+            break
+    info = s.lcp.last
+    assert info.impacts == 4 and info.impact_lcp_size == 24
+    lin, ang = s.body_velocity("b")
+    assert lin[2] == pytest.approx(-eps * v_pre - 9.81 * dt, rel=1e-9)
+    assert np.abs(ang).max() < 1e-9 and np.abs(lin[:2]).max() < 1e-9
+    s.run(50)
+    assert s.lcp.last.impacts == 0 and s.body_velocity("b")[0][2] > 0     # in flight again

@@ -25,7 +25,8 @@ from solvers.polyhedral import delassus_matrix, friction_directions, impact_impu
 
 
 class LCPStepInfo(NamedTuple):
-    """The last step's LCPs: lcp_size (unknowns of the step's Eq. 53 LCP), pivots (all LCPs),
+    """The last step's LCPs: lcp_size (unknowns of the step's Eq. 53 LCP, independent bilateral
+    rows only), pivots (all LCPs),
     rank (independent bilateral rows), impacts (contacts in an impact event), impact_lcp_size."""
     lcp_size: int = 0
     pivots: int = 0

@@ -16,13 +16,15 @@ secondary ray, which raises `LCPRayTermination`.
 `solve_mixed_lcp(M, q, n_free)` eliminates the equality rows first (Gaussian elimination with
 complete pivoting on M_ff; rows of M_ff that are linearly dependent on others are dropped
 when q's equality is consistent, e.g. a hinge written as two point closures, 6 rows of rank 5),
-then solves the Schur-complement LCP with `lemke` and recovers z_f.
+(Cholesky with diagonal pivoting when M_ff is symmetric, as a Delassus block is), then solves
+the Schur-complement LCP with `lemke` and recovers z_f.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import numpy as np
+import scipy.linalg as sla
 from numba import njit
 
 OK, RAY, MAX_PIVOTS, SINGULAR = 0, 1, 2, 3
@@ -346,6 +348,49 @@ def lemke(M, q, max_pivots=None, tol=1e-12):
     return LCPResult(z, M @ z + q, int(pivots))
 
 
+def _eliminate_symmetric(M, q, nf, rank_tol):
+    """The free block eliminated when M_ff is symmetric (a Delassus block, positive
+    semi-definite): Cholesky with diagonal pivoting (LAPACK dpstrf), rank at pivots above
+    rank_tol·max diag; dependent rows dropped. Same outputs as `eliminate_free_kernel`; when
+    M_ff is not PSD after all (dpstrf stops early), the LU kernel."""
+    nc = q.shape[0] - nf
+    Mff = M[:nf, :nf]
+    dmax = float(np.diag(Mff).max())
+    c, piv, rank, info = sla.lapack.dpstrf(Mff, lower=1, tol=rank_tol * dmax if dmax > 0 else -1.0)
+    if info < 0 or dmax <= 0:
+        rank, piv = 0, np.arange(1, nf + 1)
+    piv = piv - 1
+    keep, drop = piv[:rank], piv[rank:]
+    L = np.tril(c[:rank, :rank])
+    rhs = np.column_stack([M[keep, nf:], q[keep]])
+    Y = sla.cho_solve((L, True), rhs) if rank else np.zeros((0, nc + 1))
+    Xc, xq = np.zeros((nf, nc)), np.zeros(nf)
+    Xc[keep], xq[keep] = -Y[:, :nc], -Y[:, nc]
+    Mcf = M[nf:, :nf]
+    Ms, qs = M[nf:, nf:] + Mcf @ Xc, q[nf:] + Mcf @ xq
+    incons = 0.0
+    if drop.size:
+        # PSD of rank r: the dropped block's Schur complement is below the pivot tolerance
+        # (an indefinite M_ff stops dpstrf early instead: eliminate it by LU)
+        Z = sla.cho_solve((L, True), Mff[np.ix_(keep, drop)]) if rank else np.zeros((0, drop.size))
+        if np.abs(Mff[np.ix_(drop, drop)] - Mff[np.ix_(drop, keep)] @ Z).max() > 10 * rank_tol * max(dmax, 1e-300):
+            return _eliminate_lu(M, q, nf, rank_tol)
+        # a dropped row must hold for every z_c: M_df X_c + M_dc = 0 and M_df x_q + q_d = 0
+        Mdf = M[drop, :nf]
+        bsc, qsc = max(np.abs(M[:nf, nf:]).max(initial=0.0), 1e-300), max(np.abs(q[:nf]).max(), 1e-300)
+        incons = max(np.abs(Mdf @ Xc + M[drop, nf:]).max(initial=0.0) / bsc, np.abs(Mdf @ xq + q[drop]).max() / qsc)
+    return rank, incons, Ms, qs, Xc, xq
+
+
+def _eliminate_lu(M, q, nf, rank_tol):
+    nc = q.shape[0] - nf
+    perm = np.empty(nf, np.int64)
+    Ms, qs = np.empty((nc, nc)), np.empty(nc)
+    Xc, xq = np.empty((nf, nc)), np.empty(nf)
+    rank, incons = eliminate_free_kernel(M, q, nf, float(rank_tol), perm, Ms, qs, Xc, xq)
+    return rank, incons, Ms, qs, Xc, xq
+
+
 def solve_mixed_lcp(M, q, n_free, max_pivots=None, tol=1e-12, rank_tol=1e-10, consistency_tol=1e-8):
     """Mixed LCP: rows < n_free are equalities w_f = 0 with z_f free, the others complementary.
     The equality block is eliminated by complete pivoting; rows whose pivot falls below
@@ -358,10 +403,11 @@ def solve_mixed_lcp(M, q, n_free, max_pivots=None, tol=1e-12, rank_tol=1e-10, co
     if isinstance(n_free, bool) or not isinstance(n_free, (int, np.integer)) or not 0 <= n_free <= n:
         raise ValueError(f"n_free must be an integer in [0, {n}], got {n_free!r}")
     nf, nc = int(n_free), n - int(n_free)
-    perm = np.empty(nf, np.int64)
-    Ms, qs = np.empty((nc, nc)), np.empty(nc)
-    Xc, xq = np.empty((nf, nc)), np.empty(nf)
-    rank, incons = eliminate_free_kernel(M, q, nf, float(rank_tol), perm, Ms, qs, Xc, xq)
+    Mff = M[:nf, :nf]
+    if nf and np.array_equal(Mff, Mff.T) and np.all(np.diag(Mff) >= 0):
+        rank, incons, Ms, qs, Xc, xq = _eliminate_symmetric(M, q, nf, rank_tol)
+    else:
+        rank, incons, Ms, qs, Xc, xq = _eliminate_lu(M, q, nf, rank_tol)
     if not incons <= consistency_tol:
         raise ValueError(f"mixed LCP: the equality rows are rank deficient (rank {rank} of {nf}) and inconsistent "
                          f"(residual {incons:.2e} of max|q_f|)")

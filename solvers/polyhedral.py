@@ -70,7 +70,8 @@ class PolyhedralLCP(NamedTuple):
 
 class PolyhedralSolution(NamedTuple):
     """λ (m,) impulses in the operator's rows (contacts (t1, t2, n)), z (nz,) the LCP unknowns,
-    lcp_size (nz), pivots (Lemke), rank (independent bilateral rows kept)."""
+    lcp_size (nz less the dependent bilateral rows dropped: n_b + n_l + n_u (n_f + 2) as paper
+    004 counts it, 5 rows per hinge), pivots (Lemke), rank (independent bilateral rows kept)."""
     lam: np.ndarray
     z: np.ndarray
     lcp_size: int
@@ -104,7 +105,7 @@ def delassus_columns_kernel(jint, S, U, Dinv, rows, G, x, y, fext, tau, qdd, acc
 
 def delassus_matrix(op):
     """Λ (m, m) of a Delassus operator: from m matrix-free products for `MatrixFreeDelassus`
-    (`delassus_columns_kernel`), the stored matrix for `DenseDelassus`."""
+    (`delassus_columns_kernel`, symmetrised), the stored matrix for `DenseDelassus`."""
     if not isinstance(op, MatrixFreeDelassus):
         return op.matrix()
     m = op.m
@@ -115,6 +116,8 @@ def delassus_matrix(op):
         d = op.data
         delassus_columns_kernel(op.model.jint, d.S, d.U, d.Dinv, op.rows, G, np.zeros(m), np.empty(m),
                                 fext, tau, qdd, acc, pA)
+        G += G.T            # symmetric to the last bit (the products agree to round-off)
+        G *= 0.5
     return G
 
 
@@ -218,7 +221,8 @@ def solve_os_lcp(G, u, blocks, n_f=4, active=None):
     if lcp.q.size:
         lcp.q[np.abs(lcp.q) <= 1e-13 * np.abs(lcp.q).max()] = 0.0
     r = solve_mixed_lcp(lcp.M, lcp.q, lcp.n_free, consistency_tol=np.inf)
-    return PolyhedralSolution(impulses(lcp, r.z, G.shape[0]), r.z, lcp.q.shape[0], r.pivots, r.rank)
+    size = lcp.q.shape[0] - lcp.n_free + r.rank          # the mixed LCP's size with independent rows (Table 1)
+    return PolyhedralSolution(impulses(lcp, r.z, G.shape[0]), r.z, size, r.pivots, r.rank)
 
 
 # ---------------------------------------------------------------------------------- Sec. 7

@@ -176,6 +176,13 @@ def test_mixed_lcp_vs_enumeration():
         s = g[3:] - G[3:, keep] @ np.linalg.solve(Gff, g[keep])
         sols = enumerate_lcp(S, s)
         assert len(sols) == 1 and np.allclose(r.z[3:], sols[0], atol=1e-8)
+    # a non-symmetric equality block (the LU path) and a symmetric indefinite one
+    for k in range(6):
+        A = _p_matrix(rng, 6) if k % 2 else np.diag([1.0, -1.0, 2.0, 1.0, 1.0, 1.0]) + 0.1 * np.ones((6, 6))
+        g = rng.standard_normal(6)
+        r = solve_mixed_lcp(A, g, 3)
+        assert r.rank == 3 and np.abs(r.w[:3]).max() < 1e-9
+        check_solution(A[3:, 3:], g[3:] + A[3:, :3] @ r.z[:3], r.z[3:], r.w[3:])
     with pytest.raises(ValueError, match="inconsistent"):
         solve_mixed_lcp(np.array([[1.0, 1, 0], [1, 1, 0], [0, 0, 1]]), np.array([1.0, 2.0, -1.0]), 2)
 

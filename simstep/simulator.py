@@ -36,6 +36,7 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .integrator import advance_kernel, body_kinds, free_velocity_kernel
+from .lcp_step import LCPContactModel
 from .projection import project_loop_closures
 from .results import StepContacts, StepStats, Trajectory, attach_contacts
 from .world import World, matrix_to_quat
@@ -188,13 +189,16 @@ class Simulator:
     max_depenetration_velocity (default 0.5): the largest velocity at which a penetration, a
     joint outside its limits or a loop-closure drift is corrected (m/s; rad/s for revolute
     limits and weld rotations), so that the push-out erp·depth/dt does not grow as dt shrinks.
+    contact_model "ncp" (default: exact Coulomb cones, ADMM or PGS) | "lcp" (paper 004: friction
+    polyhedra of `friction_directions` edges (default 4), the operational-space LCP solved by
+    Lemke's method, impacts by compression/decompression; `simstep.lcp_step`; ``sim.lcp.last``).
     """
 
     def __init__(self, world: World, dt=None, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
-                 max_depenetration_velocity=0.5, **solver_settings):
+                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, **solver_settings):
         # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
@@ -205,6 +209,9 @@ class Simulator:
         check_choice("operator", operator, ("matrix_free", "dense"))
         check_choice("solver", solver, ("admm", "pgs"))
         check_choice("collision_backend", collision_backend, ("coal", "fcl"))
+        check_choice("contact_model", contact_model, ("ncp", "lcp"))
+        if friction_directions is not None and contact_model != "lcp":
+            raise ValueError("friction_directions (n_f of the friction polyhedra) needs contact_model='lcp'")
         self.margin = 2e-3 if margin is None else check_number("margin", margin, low=0.0)
         erp = check_number("erp", erp, low=0.0, high=1.0)
         restitution_threshold = check_number("restitution_threshold", restitution_threshold, low=0.0)
@@ -279,6 +286,9 @@ class Simulator:
         self._last_set = None    # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
         self._op = None          # last step's operator (its arrays are reused by the next one)
         self.stats = StepStats()
+        # paper 004's LCP model (simstep.lcp_step), or None for the exact-cone NCP (ADMM/PGS)
+        self.lcp = LCPContactModel(self, friction_directions) if contact_model == "lcp" else None
+        self.contact_model = contact_model
         self._prev = None          # (q, v) at the last step's start, for `imu`
         self._pd, self._targets = None, {}   # PD targets of set_targets (simstep.control.JointPD)
         self.applied_torque = np.zeros(self.model.nv)   # τ of the last step (actuation − joint damping), N·m or N
@@ -593,8 +603,12 @@ class Simulator:
             # 5. solve
             t0 = time.perf_counter()
             phase[0] = f"the {self.solver_name.upper()} contact solver"
-            x0 = self._warm_start(c, k, mrows)
-            if self.solver_name == "admm":
+            if self.lcp is not None:
+                phase[0] = "the LCP contact model (Lemke)"
+                lam = warm_lam = self.lcp.solve(op, g, cones, c, k, compliance)
+                st.iterations = self.lcp.last.pivots
+            elif self.solver_name == "admm":
+                x0 = self._warm_start(c, k, mrows)
                 # the bodies' incoming constraint velocity J v: a polish's correction of it is left
                 # out of the next warm start (`solvers.admm.rest_impulses_kernel`)
                 jv = None if x0 is None else op.J_apply(v)
@@ -606,6 +620,7 @@ class Simulator:
                 st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
                 st.velocity_residual = res.velocity_residual
             else:
+                x0 = self._warm_start(c, k, mrows)
                 G = op.matrix() if hasattr(op, "matrix") else np.column_stack([op.matvec(e) for e in np.eye(mrows)])
                 res = self.pgs.solve(G, g, cones, compliance=compliance, x0=x0)
                 lam = warm_lam = res.lam
@@ -703,7 +718,7 @@ class Simulator:
         """Add position correction, speculative distance and restitution targets to g in place."""
         dt, erp, vmax = self.dt, self.erp, self.max_depenetration_velocity
         if k:      # contact velocities before the step (only needed for restitution), then the targets
-            e = c.restitution
+            e = c.restitution if self.lcp is None else np.zeros(k)    # the LCP model: impacts (Sec. 7)
             if self._any_restitution and e.any():
                 v_pre = op.J_apply(self.v)
                 e = e * _isolated_pairs(c.body1, c.body2)

@@ -6,15 +6,18 @@
 - `pv_osimr`, `pv_osim`: the explicit Delassus matrix by articulated-body recursions;
   `caba_osim`, `caba_osimf`: the damped inverse (G + diag d)⁻¹ explicitly (`solvers.osim`).
 - `constrained_aba`, `prox_pv` (and the dense `prox_ltl`): constrained forward dynamics by the proximal augmented Lagrangian (paper 002).
+- `lemke`, `solve_mixed_lcp`: Lemke's complementary pivoting (lexicographic) and the mixed LCP.
 """
 from .constraints import (Contact, ContactSet, ConstraintSet, JointFriction, JointLimit, LoopClosure,
                           as_constraint_set)
 from .constrained import ConstrainedResult, constrained_aba, prox_ltl, prox_pv
 from .delassus import DenseDelassus, MatrixFreeDelassus
 from .elimination import Elimination, elimination_order
+from .lcp import LCPRayTermination, LCPResult, MixedLCPResult, lemke, solve_mixed_lcp
 from .osim import caba_osim, caba_osimf, pv_osim, pv_osimr
 
 __all__ = ["Contact", "ContactSet", "ConstraintSet", "JointFriction", "JointLimit", "LoopClosure",
            "as_constraint_set", "DenseDelassus", "MatrixFreeDelassus", "Elimination", "elimination_order",
            "pv_osimr", "pv_osim", "caba_osim", "caba_osimf",
-           "ConstrainedResult", "constrained_aba", "prox_ltl", "prox_pv"]
+           "ConstrainedResult", "constrained_aba", "prox_ltl", "prox_pv",
+           "LCPRayTermination", "LCPResult", "MixedLCPResult", "lemke", "solve_mixed_lcp"]

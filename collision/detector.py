@@ -252,7 +252,7 @@ class CollisionDetector:
         while True:
             status, npairs, nlib, k = K.detect_kernel(
                 self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
-                S.cverts, S.coff, self.allow, self.planes, self.others, self.native_ok, self.margin,
+                S.cverts, S.coff, S.hull, self.allow, self.planes, self.others, self.native_ok, self.margin,
                 self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
                 self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
             if status != K.Q_OK:

@@ -24,8 +24,6 @@ reference counting, no allocation), the ones called per pair or per point are in
 allocates (ordered convex-hull faces, sphere–box) runs in NRT kernels outside that loop.
 """
 
-from collections import namedtuple
-
 import numpy as np
 from numba import njit
 
@@ -37,14 +35,16 @@ from models.jitcache import drop_stale_cache
 from models.joints import FREE
 from models.kinematics import fk_kernel
 
+from . import gjk, hulls
+from .hulls import NSEED, HullGraph, hull_climb, hull_support_set  # noqa: F401 (re-exported)
+from .jitopts import _JIT, _NONRT, _NONRT_INLINE
+from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, PLANE, SPHERE  # noqa: F401 (re-exported)
+
 
 # `detect_kernel` compiles in `models.kinematics.fk_kernel` and its helpers
 drop_stale_cache(__file__, [models.kinematics.__file__, models.joints.__file__, models.model.__file__,
-                            models.spatial.__file__])
+                            models.spatial.__file__, hulls.__file__, gjk.__file__])
 
-PLANE, SPHERE, CAPSULE, CYLINDER, BOX, CONVEX = 0, 1, 2, 3, 4, 5
-KIND_CODES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "cylinder": CYLINDER,
-              "box": BOX, "mesh": CONVEX}
 MAXF = 64           # max points of one support feature / clipped polygon
 NDISC = 12          # samples of a cylinder's flat face
 INF_FEATURE = -1    # feature size of a plane (infinite face)
@@ -56,15 +56,16 @@ NEEDS_HULL = -3     # support_feature: an ordered convex-hull face (see support_
 NV3 = 20
 NWS = 9             # rows of the scalar workspace ws (NWS, MAXF); row 8: angles in emit_patch
 
+# native_ok codes of a kind pair: the library backend, `native_pair`, `convex_pair` (GJK/EPA)
+LIBRARY, NATIVE, NATIVE_GJK = 0, 1, 2
+
 # detect_kernel status codes
 Q_OK, Q_NOT_FINITE, Q_NOT_UNIT = 0, -1, -2
 
-_JIT = dict(cache=True, error_model="numpy")
-# Kernels without numba's runtime (see the module docstring). They cannot allocate nor call a
-# kernel that does (numba refuses to compile them); the allocations stay in the callers
-# (`detect_kernel`, the library-pair kernels, `support_feature_any`, `_sphere_box_pair`).
-_NONRT = dict(cache=True, error_model="numpy", _nrt=False)
-_NONRT_INLINE = dict(_NONRT, inline="always")
+# Kernels without numba's runtime (see the module docstring and `collision.jitopts`). They
+# cannot allocate nor call a kernel that does (numba refuses to compile them); the allocations
+# stay in the callers (`detect_kernel`, the library-pair kernels, `support_feature_any`,
+# `_sphere_box_pair`, `gjk.convex_pair`).
 
 
 # ---------------------------------------------------------------- small vector helpers
@@ -239,84 +240,6 @@ def broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pair
 
 
 # ---------------------------------------------------------------- support features
-HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark")
-HullGraph.__doc__ = """Vertex adjacency of every convex hull, for hill-climbing support queries.
-
-adj_off (NV+1,) int64, adj (E,) int64: CSR neighbour lists of the hull vertices (global
-indices into ``cverts``; both directions of every hull edge). seed (ng, NSEED) int64: per
-hull geometry the vertices extreme along the 14 directions ±x, ±y, ±z, (±1, ±1, ±1) of its
-frame (starting points of the climb); -1 rows for the other geometries. Scratch of
-`hull_support_set`: queue (NV,) int64, mark (NV+1,) int64 (visit stamps, the last entry
-the current stamp)."""
-NSEED = 14
-
-
-@njit(**_NONRT_INLINE)
-def hull_climb(g, cverts, hg, l0, l1, l2):
-    """(vertex index, height) of a vertex of hull g maximizing v · l (l in the geometry frame):
-    steepest ascent on the hull's edge graph from the best seed. A vertex of a convex polytope
-    that no neighbour beats is a global maximum (the simplex method's argument; the support
-    mapping of Gilbert, Johnson and Keerthi, IEEE J. Robot. Autom. 1988, evaluated by hill
-    climbing as in Cameron, ICRA 1997, "Enhancing GJK")."""
-    best = hg.seed[g, 0]
-    hb = cverts[best, 0] * l0 + cverts[best, 1] * l1 + cverts[best, 2] * l2
-    for j in range(1, NSEED):
-        v = hg.seed[g, j]
-        s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
-        if s > hb:
-            best, hb = v, s
-    while True:
-        nxt = best
-        for e in range(hg.adj_off[best], hg.adj_off[best + 1]):
-            v = hg.adj[e]
-            s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
-            if s > hb:
-                nxt, hb = v, s
-        if nxt == best:
-            return best, hb
-        best = nxt
-
-
-@njit(**_NONRT)
-def hull_support_set(g, cverts, hg, l0, l1, l2, tol):
-    """Vertices of hull g with v · l ≥ max − tol (l in the geometry frame), by a flood fill
-    over the edge graph from the climb's maximum (on a convex polytope such a superlevel set
-    is connected). Their global indices go to hg.queue[:m], ascending (as a scan in index
-    order lists them). Returns (m, max height)."""
-    v0, hmax = hull_climb(g, cverts, hg, l0, l1, l2)
-    mark, queue = hg.mark, hg.queue
-    ns = mark.shape[0] - 1
-    mark[ns] += 1
-    stamp = mark[ns]
-    thr = hmax - tol
-    queue[0] = v0
-    mark[v0] = stamp
-    m = 1
-    head = 0
-    while head < m:
-        u = queue[head]
-        head += 1
-        for e in range(hg.adj_off[u], hg.adj_off[u + 1]):
-            v = hg.adj[e]
-            if mark[v] == stamp:
-                continue
-            mark[v] = stamp
-            if cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2 >= thr:
-                queue[m] = v
-                m += 1
-    gap = m // 2   # Shell sort (gaps halving): index order
-    while gap > 0:
-        for i in range(gap, m):
-            x = queue[i]
-            j = i
-            while j >= gap and queue[j - gap] > x:
-                queue[j] = queue[j - gap]
-                j -= gap
-            queue[j] = x
-        gap //= 2
-    return m, hmax
-
-
 @njit(cache=True, error_model="numpy")
 def _hull2d(pts, m, t1, t2, out):
     """Order the m 3-D points `pts` as a convex polygon in the plane (t1, t2) (monotone
@@ -1285,16 +1208,21 @@ def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR,
                  ws, keep):
     """Native narrow phase of the candidate pairs from index pi on, contacts appended from
     index k; pairs left to the library backend go to lib_pairs. Stops before a sphere–box
-    pair (solved by the caller, it allocates). Returns (next pair index, nlib, k)."""
+    or a GJK pair (solved by the caller, they allocate). Returns (next pair index, nlib, k)."""
     ng = gbody.shape[0]
     cap = out_i.shape[1]
     while pi < npairs:
         a, b = pairs[pi, 0], pairs[pi, 1]
         ka, kb = gkind[a], gkind[b]
-        if native_ok[ka, kb] == 0:
-            if not separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin):
-                lib_pairs[nlib] = pi      # the library's narrow phase (culled when the centres' axis separates)
-                nlib += 1
+        if native_ok[ka, kb] != NATIVE:
+            # the library's narrow phase or GJK (culled when the centres' axis separates)
+            if separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin):
+                pi += 1
+                continue
+            if native_ok[ka, kb] == NATIVE_GJK:
+                break
+            lib_pairs[nlib] = pi
+            nlib += 1
             pi += 1
             continue
         if (ka == SPHERE and kb == BOX) or (ka == BOX and kb == SPHERE):
@@ -1342,8 +1270,9 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     """Input check of q, FK, geometry placements, AABBs, broad phase and the native narrow
     phase.
 
-    native_ok (6, 6) uint8: kind pairs handled here; the other candidate pairs go to
-    lib_pairs for the library backend. Returns (status, number of candidate pairs, number of
+    native_ok (6, 6) uint8: per kind pair NATIVE (solved here by the closed-form kernels),
+    NATIVE_GJK (solved here by GJK/EPA) or 0: the candidate pair goes to lib_pairs for the
+    library backend. Returns (status, number of candidate pairs, number of
     library pairs, number of contacts written); status is `q_status` (nothing else is done
     when it is not Q_OK); counts beyond the buffers mean "grow and call again"."""
     status = q_status(jint, q)
@@ -1358,6 +1287,8 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
         return Q_OK, npairs, 0, 0
     ng = gbody.shape[0]
     PA, PB, FA, FB, ws, V, keep = _patch_workspace()
+    gw = gjk.gjk_work()
+    G = np.zeros((3, 3))
     nlib = 0
     k = 0
     pi = 0
@@ -1367,21 +1298,26 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
                                    V, PA, PB, FA, FB, ws, keep)
         if pi >= npairs:
             break
-        a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair
-        if _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB) > 0:
-            k = emit_patch(a, b, V, PA, PB, 1, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+        a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair or a GJK pair
+        if native_ok[gkind[a], gkind[b]] == NATIVE_GJK:
+            m = convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
+            if m == -2:
+                lib_pairs[nlib] = pi
+                nlib += 1
+        else:
+            m = _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB)
+        if m > 0:
+            k = emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
                            k, out_i.shape[1], keep, ws)
         pi += 1
     return Q_OK, npairs, nlib, k
 
 
 @njit(cache=True, error_model="numpy")
-def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol,
-                             gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, PA, PB, FA, FB, ws,
-                             keep):
-    """Library backends that return a normal and one witness pair (fcl): build the patch
-    from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
-    Returns the new contact count."""
+def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA, FB, ws):
+    """Contact patch of geometries a, b from a normal n = bn[i] (a → b) and one witness pair
+    (bwa[i], bwb[i]): the support features along ±n clipped against each other
+    (`build_patch`). Returns the count of point pairs (PA, PB)."""
     for q in range(3):
         V[_VN, q] = bn[i, q]
         V[_VNEGN, q] = -bn[i, q]
@@ -1401,7 +1337,33 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, b
         for q in range(3):
             V[_VPLB0, q] = gp[b, q]
             V[_VPLB1, q] = gR[b, q, 2]
-    m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+    return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+
+
+@njit(cache=True, error_model="numpy")
+def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G):
+    """A convex hull against a hull or a primitive (not a plane): normal and witness points by
+    GJK/EPA (`gjk.gjk_epa`, into rows 0, 1, 2 of G (3, 3)), then the patch along the normal.
+    Returns the patch size; 0 beyond the margin; -2 for a flat Minkowski difference (left to
+    the library). gw: `gjk.GjkWork` scratch."""
+    sep = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G)
+    if np.isnan(sep):
+        return -2
+    if sep > margin:
+        return 0
+    return patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, G[0:1], G[1:2], G[2:3], 0, tol, V, PA,
+                              PB, FA, FB, ws)
+
+
+@njit(cache=True, error_model="numpy")
+def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol,
+                             gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, PA, PB, FA, FB, ws,
+                             keep):
+    """Library backends that return a normal and one witness pair (fcl): build the patch
+    from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
+    Returns the new contact count."""
+    m = patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA,
+                           FB, ws)
     return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                       out_i.shape[1], keep, ws)
 

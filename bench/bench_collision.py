@@ -18,7 +18,15 @@ each round so machine noise hits all alike. Ratios are against `coal` (library n
 narrow phase; `CollisionDetector._run_kernel`): the rest of detect() is the library pairs and
 the copy of the output arrays.
 
-    python bench/bench_collision.py [--number 200] [--rounds 5]
+Robot scenes (``--only robots``): G1 lying on the floor and G1 falling (bench_step's
+settled states), Go2 standing (its scene's initial state), each with self-collision off and
+on, against MuJoCo on the same robot, meshes and configuration: ``mj_kinematics`` +
+``mj_collision`` (ours includes forward kinematics too). Per pair type, our time is that of a
+detector allowed only that pair type minus one allowed no pair (the fixed cost: q check, FK,
+placements, AABBs, broad phase), written to bench/results/bench_collision_robots.json and
+.png.
+
+    python bench/bench_collision.py [--number 200] [--rounds 5] [--only boxes|robots]
 """
 import argparse
 import json
@@ -177,11 +185,161 @@ def run(number, rounds):
     return rows, broad
 
 
+# ---------------------------------------------------------------- robots against MuJoCo
+ROBOT_MARGIN = 2e-3   # the simulator's default detection margin
+
+
+def mujoco_robot(robot, self_collision):
+    """MuJoCo model of `robot` (example-robot-data URDF, free root, ground plane); without
+    self-collision the robot's geoms get conaffinity 0 (they still touch the plane)."""
+    import mujoco
+    path, dirs = models.robot_path(robot)
+    spec = mujoco.MjSpec.from_file(path)
+    for m in spec.meshes:
+        m.file = m.file.replace("package://", dirs[0] + "/")
+    spec.bodies[1].add_freejoint()
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1])
+    m = spec.compile()
+    if not self_collision:
+        robot_geoms = m.geom_bodyid > 0
+        m.geom_conaffinity[robot_geoms] = 0
+    return m
+
+
+def mujoco_qpos(world, robot, m, q):
+    """Our q (free joint xyz + quaternion xyzw, then the joints) as MuJoCo's qpos."""
+    qpos = np.zeros(m.nq)
+    qpos[:3] = q[:3]
+    qpos[3:7] = q[[6, 3, 4, 5]]
+    for name in world.model.joint_names[1:]:
+        j = m.joint(name.split("/", 1)[1])
+        qpos[j.qposadr[0]] = q[world.model.joint_q_index(name)]
+    return qpos
+
+
+def robot_states():
+    """(name, robot, world, q) of the robot scenes."""
+    import scenes
+    from bench.bench_step import g1_world, settled
+    out = []
+    for name, settle in (("g1-lying", 3.0), ("g1-falling", 0.3)):
+        w = g1_world()
+        sim = settled(name.replace("-", "_"), w, settle, False)
+        out.append((name, "g1", w, sim.q.copy()))
+    w = scenes.quadruped("go2")
+    out.append(("go2-standing", "go2", w, w.q0.copy()))
+    return out
+
+
+def _pair_types(det):
+    """Pair type of each (a, b) geometry pair: 'hull-plane', 'hull-hull', 'prim-plane',
+    'hull-prim', 'prim-prim'."""
+    S = det.shapes
+    K = collision.kernels
+    cls = np.where(S.kind == K.PLANE, 0, np.where(S.kind == K.CONVEX, 1, 2))
+    names = {(1, 0): "hull-plane", (0, 1): "hull-plane", (1, 1): "hull-hull", (2, 0): "prim-plane",
+             (0, 2): "prim-plane", (1, 2): "hull-prim", (2, 1): "hull-prim", (2, 2): "prim-prim"}
+    return {t: np.array([[names.get((cls[i], cls[j])) == t for j in range(len(S))] for i in range(len(S))])
+            for t in set(names.values())}
+
+
+def run_robots(number, rounds):
+    import mujoco
+    rows = []
+    for name, robot, w, q in robot_states():
+        for sc in (False, True):
+            det = collision.CollisionDetector(w, self_collision=sc, margin=ROBOT_MARGIN)
+            c = det.detect(q)
+            full = det.allow.copy()
+            # detectors restricted to one pair type, and one with no pair (the fixed cost)
+            types = {t: msk for t, msk in _pair_types(det).items() if (full & msk).any()}
+            dets = {"all": det}
+            for t, msk in types.items():
+                d = collision.CollisionDetector(w, self_collision=sc, margin=ROBOT_MARGIN)
+                d.allow &= msk.astype(np.uint8)
+                dets[t] = d
+            none = collision.CollisionDetector(w, self_collision=sc, margin=ROBOT_MARGIN)
+            none.allow[:] = 0
+            dets["fixed"] = none
+            mjm = mujoco_robot(robot, sc)
+            mjm.geom_margin[:] = ROBOT_MARGIN      # contacts within the same margin as ours
+            mjd = mujoco.MjData(mjm)
+            mjd.qpos[:] = mujoco_qpos(w, robot, mjm, q)
+
+            def mj_call():
+                mujoco.mj_kinematics(mjm, mjd)
+                mujoco.mj_collision(mjm, mjd)
+
+            mj_call()
+            fns = {k: (lambda d=d: d.detect(q)) for k, d in dets.items()}
+            fns["mujoco"] = mj_call
+            times = {k: [] for k in fns}
+            for _ in range(rounds):
+                for k, fn in fns.items():
+                    times[k].append(per_call_us(fn, number))
+            med = {k: float(np.median(t)) for k, t in times.items()}
+            per_type = {t: max(med[t] - med["fixed"], 0.0) for t in types}
+            mj_bodies = {(min(b1, b2), max(b1, b2)) for b1, b2 in zip(mjd.contact.geom1, mjd.contact.geom2)}
+            rows.append(dict(scene=name, self_collision=sc, ours_us=med["all"], mujoco_us=med["mujoco"],
+                             ratio=med["all"] / med["mujoco"], fixed_us=med["fixed"], per_type_us=per_type,
+                             contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
+                             candidates=det.stats["candidates"], library_pairs=det.stats["library_pairs"],
+                             mujoco_contacts=int(mjd.ncon), mujoco_pairs=len(mj_bodies),
+                             min_distance=float(c.distance.min()) if len(c) else None))
+            r = rows[-1]
+            print(f"{name:<14} self={str(sc):<5} ours {r['ours_us']:7.1f} us  mujoco {r['mujoco_us']:7.1f} us  "
+                  f"ratio {r['ratio']:5.2f}  contacts {r['contacts']:3d} (mujoco {r['mujoco_contacts']:3d})  "
+                  f"library pairs {r['library_pairs']}  per type " +
+                  ", ".join(f"{t} {v:.1f}" for t, v in per_type.items()) + f", fixed {r['fixed_us']:.1f}")
+    return rows
+
+
+def plot_robots(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [f"{r['scene']}\nself {'on' if r['self_collision'] else 'off'}" for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(9, 4))
+    bottom = np.array([r["fixed_us"] for r in rows])
+    ax.bar(x - 0.2, bottom, 0.4, label="ours: fixed (FK, AABBs, broad phase)")
+    for t in ("hull-plane", "prim-plane", "hull-hull", "hull-prim", "prim-prim"):
+        v = np.array([r["per_type_us"].get(t, 0.0) for r in rows])
+        if v.any():
+            ax.bar(x - 0.2, v, 0.4, bottom=bottom, label=f"ours: {t}")
+            bottom = bottom + v
+    ax.bar(x + 0.2, [r["mujoco_us"] for r in rows], 0.4, color="k", alpha=0.6, label="MuJoCo mj_kinematics + mj_collision")
+    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_ylabel("µs per call")
+    ax.set_title("Robot collision detection per call (same configuration)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--number", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", choices=("boxes", "robots"), default=None)
     args = ap.parse_args()
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    if args.only != "robots":
+        main_boxes(args)
+    if args.only != "boxes":
+        import mujoco
+        rows = run_robots(args.number, args.rounds)
+        out = dict(benchmark="robot collision detection per call against MuJoCo mj_kinematics + mj_collision",
+                   python=platform.python_version(), mujoco=mujoco.__version__, machine=platform.machine(),
+                   cpus=os.cpu_count(), number=args.number, rounds=args.rounds, margin=ROBOT_MARGIN, rows=rows)
+        path = os.path.join(HERE, "results", "bench_collision_robots.json")
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+        plot_robots(rows, path[:-5] + ".png")
+        print(f"wrote {path} and .png")
+
+
+def main_boxes(args):
     rows, broad = run(args.number, args.rounds)
     print(f"{'scene':<16} {'variant':<12} {'us/call':>10} {'kernel':>8} {'x coal':>8} {'contacts':>9} "
           f"{'expected':>9} {'pairs':>6} {'min dist (m)':>13}")
@@ -200,7 +358,6 @@ def main():
                python=platform.python_version(), coal=coal.__version__,
                fcl=getattr(fcl, "__version__", "?"), machine=platform.machine(), cpus=os.cpu_count(),
                number=args.number, rounds=args.rounds, rows=rows, broad_phase=broad)
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", "bench_collision.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1)

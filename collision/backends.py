@@ -110,7 +110,7 @@ class CoalBackend:
         if P == 0:
             return k
         return K.emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
-                                   S.cverts, S.coff, self.tol, S.body, S.friction, S.restitution,
+                                   S.cverts, S.coff, S.hull, self.tol, S.body, S.friction, S.restitution,
                                    S.compliance, *out, k)
 
 
@@ -192,6 +192,6 @@ class FclBackend:
             P += 1
         if P == 0:
             return k
-        return K.patch_from_normal_batch(P, B.pair, B.n, B.wa, B.wb, S.kind, S.size, gR, gp, S.cverts, S.coff,
+        return K.patch_from_normal_batch(P, B.pair, B.n, B.wa, B.wb, S.kind, S.size, gR, gp, S.cverts, S.coff, S.hull,
                                          self.tol, S.body, S.friction, S.restitution, S.compliance,
                                          *out, k)

@@ -5,8 +5,10 @@ check of q (finite, unit free-joint quaternions) → forward kinematics → geom
 placements → AABBs (inflated by the margin) → broad phase (sweep and prune on x, planes
 tested against every AABB, a precomputed filter matrix) → narrow phase. With
 ``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box, box–box,
-sphere–capsule and capsule–capsule are solved by numba kernels; the other pairs (or all
-pairs with ``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``)
+sphere–capsule and capsule–capsule are solved by closed-form numba kernels, and convex hulls
+(meshes) against hulls, boxes, spheres and capsules by GJK/EPA in numba (`collision.gjk`)
+followed by the same support-feature patch; the other pairs (or all pairs with
+``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``)
 or python-fcl (collision or distance for the normal, then the patch is built here by
 clipping the two support features).
 
@@ -84,7 +86,7 @@ class CollisionDetector:
 
     backend: "coal" (default) or "fcl" (python-fcl) for the pairs not handled natively.
     margin (m, ≥ 0): pairs closer than this are reported, with their positive distance.
-    native: solve plane/sphere/box/capsule pairs with the numba kernels (False: all pairs go to the
+    native: solve plane/sphere/box/capsule pairs and convex hulls (GJK/EPA) with the numba kernels (False: all pairs go to the
         backend, used to compare the backends and as the benchmark baseline).
     skip_adjacent: skip pairs of bodies joined by a (non-free) joint; a root body of a
         fixed-base robot is then also not tested against that robot's own static geometry.
@@ -124,10 +126,14 @@ class CollisionDetector:
         nat = np.zeros((6, 6), dtype=np.uint8)
         if self.native:
             for k in range(6):
-                nat[K.PLANE, k] = nat[k, K.PLANE] = 1
+                nat[K.PLANE, k] = nat[k, K.PLANE] = K.NATIVE
             for ka, kb in ((K.SPHERE, K.SPHERE), (K.SPHERE, K.BOX), (K.BOX, K.BOX), (K.SPHERE, K.CAPSULE),
                            (K.CAPSULE, K.CAPSULE)):
-                nat[ka, kb] = nat[kb, ka] = 1
+                nat[ka, kb] = nat[kb, ka] = K.NATIVE
+            # hulls against hulls, boxes, spheres and capsules: GJK/EPA (a cylinder's curved rim
+            # needs more EPA iterations than the budget for coal's accuracy: left to the library)
+            for k in (K.SPHERE, K.CAPSULE, K.BOX, K.CONVEX):
+                nat[K.CONVEX, k] = nat[k, K.CONVEX] = K.NATIVE_GJK
         self.native_ok = nat
         # free joints: quaternion slices for the unit check
         free = np.flatnonzero(model.jtype == FREE) if model.nbodies else np.zeros(0, np.int64)
@@ -252,7 +258,7 @@ class CollisionDetector:
         while True:
             status, npairs, nlib, k = K.detect_kernel(
                 self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
-                S.cverts, S.coff, self.allow, self.planes, self.others, self.native_ok, self.margin,
+                S.cverts, S.coff, S.hull, self.allow, self.planes, self.others, self.native_ok, self.margin,
                 self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
                 self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
             if status != K.Q_OK:

@@ -35,14 +35,16 @@ from models.jitcache import drop_stale_cache
 from models.joints import FREE
 from models.kinematics import fk_kernel
 
+from . import gjk, hulls
+from .hulls import NSEED, HullGraph, hull_climb, hull_support_set  # noqa: F401 (re-exported)
+from .jitopts import _JIT, _NONRT, _NONRT_INLINE
+from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, PLANE, SPHERE  # noqa: F401 (re-exported)
+
 
 # `detect_kernel` compiles in `models.kinematics.fk_kernel` and its helpers
 drop_stale_cache(__file__, [models.kinematics.__file__, models.joints.__file__, models.model.__file__,
-                            models.spatial.__file__])
+                            models.spatial.__file__, hulls.__file__, gjk.__file__])
 
-PLANE, SPHERE, CAPSULE, CYLINDER, BOX, CONVEX = 0, 1, 2, 3, 4, 5
-KIND_CODES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "cylinder": CYLINDER,
-              "box": BOX, "mesh": CONVEX}
 MAXF = 64           # max points of one support feature / clipped polygon
 NDISC = 12          # samples of a cylinder's flat face
 INF_FEATURE = -1    # feature size of a plane (infinite face)
@@ -54,15 +56,16 @@ NEEDS_HULL = -3     # support_feature: an ordered convex-hull face (see support_
 NV3 = 20
 NWS = 9             # rows of the scalar workspace ws (NWS, MAXF); row 8: angles in emit_patch
 
+# native_ok codes of a kind pair: the library backend, `native_pair`, `convex_pair` (GJK/EPA)
+LIBRARY, NATIVE, NATIVE_GJK = 0, 1, 2
+
 # detect_kernel status codes
 Q_OK, Q_NOT_FINITE, Q_NOT_UNIT = 0, -1, -2
 
-_JIT = dict(cache=True, error_model="numpy")
-# Kernels without numba's runtime (see the module docstring). They cannot allocate nor call a
-# kernel that does (numba refuses to compile them); the allocations stay in the callers
-# (`detect_kernel`, the library-pair kernels, `support_feature_any`, `_sphere_box_pair`).
-_NONRT = dict(cache=True, error_model="numpy", _nrt=False)
-_NONRT_INLINE = dict(_NONRT, inline="always")
+# Kernels without numba's runtime (see the module docstring and `collision.jitopts`). They
+# cannot allocate nor call a kernel that does (numba refuses to compile them); the allocations
+# stay in the callers (`detect_kernel`, the library-pair kernels, `support_feature_any`,
+# `_sphere_box_pair`, `gjk.convex_pair`).
 
 
 # ---------------------------------------------------------------- small vector helpers
@@ -342,7 +345,7 @@ def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
 
 
 @njit(**_NONRT)
-def support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered=True):
+def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered=True):
     """Points of geometry g's surface (kind, gsize[g], placement gR[g], gp[g]) that maximize
     x·d within `tol` (metres), d = D[i_d]: a vertex, an edge (2 points) or a face (convex
     polygon, ordered); written into out (MAXF, 3). ordered=False (contact with a plane): a
@@ -400,40 +403,33 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, orde
     if kind == BOX:
         return _support_box(g, gsize, gR, gp, D, i_d, tol, out)
     # CONVEX: the vertices within tol of the support height (world points p + R v)
-    c0, c1 = coff[g], coff[g + 1]
     dl0 = gR[g, 0, 0] * D[i_d, 0] + gR[g, 1, 0] * D[i_d, 1] + gR[g, 2, 0] * D[i_d, 2]
     dl1 = gR[g, 0, 1] * D[i_d, 0] + gR[g, 1, 1] * D[i_d, 1] + gR[g, 2, 1] * D[i_d, 2]
     dl2 = gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2]
-    hmax = -np.inf
-    for i in range(c0, c1):
-        s = cverts[i, 0] * dl0 + cverts[i, 1] * dl1 + cverts[i, 2] * dl2
-        if s > hmax:
-            hmax = s
-    m = 0
-    ibest = -1
-    hbest = 0.0
-    for i in range(c0, c1):
-        s = cverts[i, 0] * dl0 + cverts[i, 1] * dl1 + cverts[i, 2] * dl2
-        if s >= hmax - tol:
-            h = (_cvert_world(gR, gp, g, cverts, i, 0) * D[i_d, 0] + _cvert_world(gR, gp, g, cverts, i, 1) * D[i_d, 1]
-                 + _cvert_world(gR, gp, g, cverts, i, 2) * D[i_d, 2])
-            if ibest < 0 or h > hbest:
-                ibest, hbest = i, h
-            m += 1
+    m, _ = hull_support_set(g, cverts, hg, dl0, dl1, dl2, tol)
     if m > 2 and ordered:
         return NEEDS_HULL
-    # unordered: the extreme vertex first, then the others in hull order
+    # unordered: the extreme vertex in the world first (the first in index order on ties),
+    # then the others in index order, as many as out holds
+    queue = hg.queue
+    ibest = -1
+    hbest = 0.0
+    for j in range(m):
+        i = queue[j]
+        h = (_cvert_world(gR, gp, g, cverts, i, 0) * D[i_d, 0] + _cvert_world(gR, gp, g, cverts, i, 1) * D[i_d, 1]
+             + _cvert_world(gR, gp, g, cverts, i, 2) * D[i_d, 2])
+        if ibest < 0 or h > hbest:
+            ibest, hbest = i, h
     for k in range(3):
         out[0, k] = _cvert_world(gR, gp, g, cverts, ibest, k)
     j = 1
-    for i in range(c0, c1):
+    for jj in range(m):
+        i = queue[jj]
         if i == ibest or j >= out.shape[0]:
             continue
-        s = cverts[i, 0] * dl0 + cverts[i, 1] * dl1 + cverts[i, 2] * dl2
-        if s >= hmax - tol:
-            for k in range(3):
-                out[j, k] = _cvert_world(gR, gp, g, cverts, i, k)
-            j += 1
+        for k in range(3):
+            out[j, k] = _cvert_world(gR, gp, g, cverts, i, k)
+        j += 1
     return j
 
 
@@ -444,33 +440,22 @@ def _cvert_world(gR, gp, g, cverts, i, k):
 
 
 @njit(cache=True, error_model="numpy")
-def support_feature_any(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered=True):
+def support_feature_any(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered=True):
     """`support_feature`, including the ordered face of a convex hull (the hull of the
     selected vertices in the plane ⟂ d, which allocates: NRT callers only)."""
-    m = support_feature(kind, g, gsize, gR, gp, cverts, coff, D, i_d, tol, out, ordered)
+    m = support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered)
     if m != NEEDS_HULL:
         return m
     R = gR[g]
-    p = gp[g]
     d = D[i_d].copy()
-    cv = cverts[coff[g]:coff[g + 1]]
-    nv = cv.shape[0]
     dl0 = R[0, 0] * d[0] + R[1, 0] * d[1] + R[2, 0] * d[2]
     dl1 = R[0, 1] * d[0] + R[1, 1] * d[1] + R[2, 1] * d[2]
     dl2 = R[0, 2] * d[0] + R[1, 2] * d[1] + R[2, 2] * d[2]
-    hmax = -np.inf
-    for i in range(nv):
-        s = cv[i, 0] * dl0 + cv[i, 1] * dl1 + cv[i, 2] * dl2
-        if s > hmax:
-            hmax = s
-    sel = np.empty((nv, 3))
-    m = 0
-    for i in range(nv):
-        s = cv[i, 0] * dl0 + cv[i, 1] * dl1 + cv[i, 2] * dl2
-        if s >= hmax - tol:
-            for k in range(3):
-                sel[m, k] = p[k] + R[k, 0] * cv[i, 0] + R[k, 1] * cv[i, 1] + R[k, 2] * cv[i, 2]
-            m += 1
+    m, _ = hull_support_set(g, cverts, hg, dl0, dl1, dl2, tol)
+    sel = np.empty((m, 3))
+    for j in range(m):
+        for k in range(3):
+            sel[j, k] = _cvert_world(gR, gp, g, cverts, hg.queue[j], k)
     t1 = np.empty(3)
     t2 = np.empty(3)
     tangent_basis(d, R[:, 0].copy(), t1, t2)
@@ -1008,7 +993,7 @@ def _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB):
 
 
 @njit(**_NONRT_INLINE)
-def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB, FA, FB, ws):
+def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws):
     """Native narrow phase of geometries a < b for pairs with a plane, sphere–sphere,
     box–box, sphere–capsule and capsule–capsule (sphere–box: `_sphere_box_pair`); the
     normal goes to V[_VN]. Returns the patch size (0: no contact within margin, -2: not
@@ -1099,12 +1084,12 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
         if ka == BOX:
             mA = _support_box(a, gsize, gR, gp, V, _VN, tol, FA)
         else:
-            mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, case >= 3)
+            mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, case >= 3)
     if case != 2:
         if kb == BOX:
             mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol, FB)
         else:
-            mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, case >= 3)
+            mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, case >= 3)
     # 3. witness pair
     if case == 1:
         dmin = np.inf
@@ -1120,7 +1105,7 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
             if kb == BOX:
                 mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol - dmin, FB)
             else:
-                mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol - dmin, FB, False)
+                mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol - dmin, FB, False)
         for k in range(3):
             V[_VPAW, k] = V[_VPBW, k] - dmin * V[_VN, k]
     elif case == 2:
@@ -1137,7 +1122,7 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
             if ka == BOX:
                 mA = _support_box(a, gsize, gR, gp, V, _VN, tol - dmin, FA)
             else:
-                mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, V, _VN, tol - dmin, FA, False)
+                mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol - dmin, FA, False)
         for k in range(3):
             V[_VPBW, k] = V[_VPAW, k] + dmin * V[_VN, k]
     elif case == 4:
@@ -1161,9 +1146,9 @@ def native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB
 
 
 @njit(**_NONRT_INLINE)
-def support_height(kind, g, gsize, gR, gp, cverts, coff, d0, d1, d2):
+def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
     """max over geometry g of x · d (m, d need not be unit) for the kinds with a closed-form
-    support (sphere, capsule, cylinder, box) and convex hulls (a scan of the vertices); nan for
+    support (sphere, capsule, cylinder, box) and convex hulls (`hull_climb`); nan for
     a plane (unbounded)."""
     c = gp[g, 0] * d0 + gp[g, 1] * d1 + gp[g, 2] * d2
     dn = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
@@ -1184,26 +1169,23 @@ def support_height(kind, g, gsize, gR, gp, cverts, coff, d0, d1, d2):
         l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2      # d in the geometry frame
         l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2
         l2 = gR[g, 0, 2] * d0 + gR[g, 1, 2] * d1 + gR[g, 2, 2] * d2
-        best = -np.inf
-        for i in range(coff[g], coff[g + 1]):
-            best = max(best, cverts[i, 0] * l0 + cverts[i, 1] * l1 + cverts[i, 2] * l2)
-        return c + best
+        return c + hull_climb(g, cverts, hg, l0, l1, l2)[1]
     return np.nan
 
 
 @njit(**_NONRT_INLINE)
-def _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin, d0, d1, d2):
+def _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2):
     """True if direction d separates geometry a (below) from b (above) by more than margin."""
     dn = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
     if dn < 1e-9:
         return False
-    ha = support_height(gkind[a], a, gsize, gR, gp, cverts, coff, d0, d1, d2)
-    hb = support_height(gkind[b], b, gsize, gR, gp, cverts, coff, -d0, -d1, -d2)   # −min over b of x·d
+    ha = support_height(gkind[a], a, gsize, gR, gp, cverts, coff, hg, d0, d1, d2)
+    hb = support_height(gkind[b], b, gsize, gR, gp, cverts, coff, hg, -d0, -d1, -d2)   # −min over b of x·d
     return ha + hb < -margin * dn       # nan (a plane) compares False
 
 
 @njit(**_NONRT_INLINE)
-def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, margin):
+def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin):
     """True if the axis between the two geometries' origins, or between their bounding-box
     centres (lc, local), separates them by more than margin (max over a of x·d < min over b of
     x·d − margin |d|): a proof of no contact within the margin, so the pair can skip the
@@ -1211,36 +1193,41 @@ def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, margin
     d0 = gp[b, 0] - gp[a, 0]
     d1 = gp[b, 1] - gp[a, 1]
     d2 = gp[b, 2] - gp[a, 2]
-    if _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin, d0, d1, d2):
+    if _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2):
         return True
     for j in range(3):
         d0 += gR[b, 0, j] * lc[b, j] - gR[a, 0, j] * lc[a, j]
         d1 += gR[b, 1, j] * lc[b, j] - gR[a, 1, j] * lc[a, j]
         d2 += gR[b, 2, j] * lc[b, j] - gR[a, 2, j] * lc[a, j]
-    return _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, margin, d0, d1, d2)
+    return _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2)
 
 
 @njit(**_NONRT)
-def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc, cverts, coff,
+def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc, cverts, coff, hg,
                  native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, V, PA, PB, FA, FB,
                  ws, keep):
     """Native narrow phase of the candidate pairs from index pi on, contacts appended from
     index k; pairs left to the library backend go to lib_pairs. Stops before a sphere–box
-    pair (solved by the caller, it allocates). Returns (next pair index, nlib, k)."""
+    or a GJK pair (solved by the caller, they allocate). Returns (next pair index, nlib, k)."""
     ng = gbody.shape[0]
     cap = out_i.shape[1]
     while pi < npairs:
         a, b = pairs[pi, 0], pairs[pi, 1]
         ka, kb = gkind[a], gkind[b]
-        if native_ok[ka, kb] == 0:
-            if not separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, margin):
-                lib_pairs[nlib] = pi      # the library's narrow phase (culled when the centres' axis separates)
-                nlib += 1
+        if native_ok[ka, kb] != NATIVE:
+            # the library's narrow phase or GJK (culled when the centres' axis separates)
+            if separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin):
+                pi += 1
+                continue
+            if native_ok[ka, kb] == NATIVE_GJK:
+                break
+            lib_pairs[nlib] = pi
+            nlib += 1
             pi += 1
             continue
         if (ka == SPHERE and kb == BOX) or (ka == BOX and kb == SPHERE):
             break
-        m = native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, margin, tol, V, PA, PB, FA, FB, ws)
+        m = native_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws)
         if m == -2:
             lib_pairs[nlib] = pi
             nlib += 1
@@ -1277,14 +1264,15 @@ def _patch_workspace():
 
 
 @njit(**_JIT)
-def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff,
+def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff, hg,
                   allow, planes, others, native_ok, margin, tol, gfric, grest, gcomp,
                   oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
     """Input check of q, FK, geometry placements, AABBs, broad phase and the native narrow
     phase.
 
-    native_ok (6, 6) uint8: kind pairs handled here; the other candidate pairs go to
-    lib_pairs for the library backend. Returns (status, number of candidate pairs, number of
+    native_ok (6, 6) uint8: per kind pair NATIVE (solved here by the closed-form kernels),
+    NATIVE_GJK (solved here by GJK/EPA) or 0: the candidate pair goes to lib_pairs for the
+    library backend. Returns (status, number of candidate pairs, number of
     library pairs, number of contacts written); status is `q_status` (nothing else is done
     when it is not Q_OK); counts beyond the buffers mean "grow and call again"."""
     status = q_status(jint, q)
@@ -1299,30 +1287,37 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
         return Q_OK, npairs, 0, 0
     ng = gbody.shape[0]
     PA, PB, FA, FB, ws, V, keep = _patch_workspace()
+    gw = gjk.gjk_work()
+    G = np.zeros((3, 3))
     nlib = 0
     k = 0
     pi = 0
     while True:
         pi, nlib, k = _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc,
-                                   cverts, coff, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+                                   cverts, coff, hg, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
                                    V, PA, PB, FA, FB, ws, keep)
         if pi >= npairs:
             break
-        a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair
-        if _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB) > 0:
-            k = emit_patch(a, b, V, PA, PB, 1, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+        a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair or a GJK pair
+        if native_ok[gkind[a], gkind[b]] == NATIVE_GJK:
+            m = convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
+            if m == -2:
+                lib_pairs[nlib] = pi
+                nlib += 1
+        else:
+            m = _sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB)
+        if m > 0:
+            k = emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
                            k, out_i.shape[1], keep, ws)
         pi += 1
     return Q_OK, npairs, nlib, k
 
 
 @njit(cache=True, error_model="numpy")
-def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, bwa, bwb, i, tol,
-                             gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, PA, PB, FA, FB, ws,
-                             keep):
-    """Library backends that return a normal and one witness pair (fcl): build the patch
-    from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
-    Returns the new contact count."""
+def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA, FB, ws):
+    """Contact patch of geometries a, b from a normal n = bn[i] (a → b) and one witness pair
+    (bwa[i], bwb[i]): the support features along ±n clipped against each other
+    (`build_patch`). Returns the count of point pairs (PA, PB)."""
     for q in range(3):
         V[_VN, q] = bn[i, q]
         V[_VNEGN, q] = -bn[i, q]
@@ -1332,8 +1327,8 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, bwa, 
         V[_VPLB1, q] = 0.0
         V[_VPAW, q] = bwa[i, q]
         V[_VPBW, q] = bwb[i, q]
-    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, gkind[b] != PLANE)
-    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, gkind[a] != PLANE)
+    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
+    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
     if mA == INF_FEATURE:
         for q in range(3):
             V[_VPLA0, q] = gp[a, q]
@@ -1342,13 +1337,39 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, bwa, 
         for q in range(3):
             V[_VPLB0, q] = gp[b, q]
             V[_VPLB1, q] = gR[b, q, 2]
-    m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+    return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+
+
+@njit(cache=True, error_model="numpy")
+def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G):
+    """A convex hull against a hull or a primitive (not a plane): normal and witness points by
+    GJK/EPA (`gjk.gjk_epa`, into rows 0, 1, 2 of G (3, 3)), then the patch along the normal.
+    Returns the patch size; 0 beyond the margin; -2 for a flat Minkowski difference (left to
+    the library). gw: `gjk.GjkWork` scratch."""
+    sep = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G)
+    if np.isnan(sep):
+        return -2
+    if sep > margin:
+        return 0
+    return patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, G[0:1], G[1:2], G[2:3], 0, tol, V, PA,
+                              PB, FA, FB, ws)
+
+
+@njit(cache=True, error_model="numpy")
+def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol,
+                             gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, PA, PB, FA, FB, ws,
+                             keep):
+    """Library backends that return a normal and one witness pair (fcl): build the patch
+    from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
+    Returns the new contact count."""
+    m = patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA,
+                           FB, ws)
     return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                       out_i.shape[1], keep, ws)
 
 
 @njit(cache=True, error_model="numpy")
-def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, PA, PB, m, bwa, bwb, i, tol,
+def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, PA, PB, m, bwa, bwb, i, tol,
                        gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, V, FA, FB, ws, keep):
     """Library backends that return a whole patch (coal): each patch point (PA, PB; m) is
     lifted back onto both shapes' support features along n = bn[i], so every point gets its
@@ -1358,8 +1379,8 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, PA, PB, m, 
     for q in range(3):
         V[_VN, q] = bn[i, q]
         V[_VNEGN, q] = -bn[i, q]
-    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, V, _VN, tol, FA, gkind[b] != PLANE)
-    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, V, _VNEGN, tol, FB, gkind[a] != PLANE)
+    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
+    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
     okA, okB = True, True
     if mA == INF_FEATURE:
         for q in range(3):
@@ -1427,21 +1448,21 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, bn, PA, PB, m, 
 
 
 @njit(**_JIT)
-def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, cverts, coff, tol,
+def patch_from_normal_batch(npairs, bpair, bn, bwa, bwb, gkind, gsize, gR, gp, cverts, coff, hg, tol,
                             gbody, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k):
     """`patch_from_normal_kernel` over a batch of library results (fcl): pairs bpair (P, 2),
     normals bn (P, 3), witness points bwa, bwb (P, 3). Returns the new contact count."""
     ng = gbody.shape[0]
     PA, PB, FA, FB, ws, V, keep = _patch_workspace()
     for i in range(npairs):
-        k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn, bwa,
+        k = patch_from_normal_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa,
                                      bwb, i, tol, gbody, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                                      V, PA, PB, FA, FB, ws, keep)
     return k
 
 
 @njit(**_JIT)
-def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize, gR, gp, cverts, coff,
+def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize, gR, gp, cverts, coff, hg,
                       tol, gbody, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k):
     """`emit_points_kernel` over a batch of library patches (coal): bPA, bPB (P, MAXF, 3) with
     bcnt (P,) points each. Returns the new contact count."""
@@ -1452,7 +1473,7 @@ def emit_points_batch(npairs, bpair, bn, bPA, bPB, bcnt, bwa, bwb, gkind, gsize,
     V = np.zeros((NV3, 3))
     keep = np.empty(4, dtype=np.int64)
     for i in range(npairs):
-        k = emit_points_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, bn,
+        k = emit_points_kernel(bpair[i, 0], bpair[i, 1], gkind, gsize, gR, gp, cverts, coff, hg, bn,
                                bPA[i], bPB[i], bcnt[i], bwa, bwb, i, tol, gbody, ng, gfric, grest,
                                gcomp, out_i, out_p, out_R, out_s, k, V, FA, FB, ws, keep)
     return k

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .kernels import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, SPHERE
+from .kernels import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, NSEED, SPHERE, HullGraph
 
 
 class CollisionError(ValueError):
@@ -82,6 +82,33 @@ def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
     return out
 
 
+_SEED_DIRS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]]
+                      + [[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+
+
+def hull_graph(cverts, coff, ctris):
+    """`kernels.HullGraph` of the convex hulls: vertex adjacency from the hull triangles
+    (ctris[g]: (nt, 3) local vertex indices of geometry g, None for other kinds) as CSR
+    arrays over the global vertex indices of cverts, NSEED seed vertices per hull, and the
+    scratch of the support-set flood fill."""
+    ng = len(ctris)
+    nv = cverts.shape[0]
+    edges = [np.zeros((0, 2), dtype=np.int64)]
+    seed = np.full((ng, NSEED), -1, dtype=np.int64)
+    for g, tris in enumerate(ctris):
+        if tris is None:
+            continue
+        t = np.asarray(tris, dtype=np.int64) + coff[g]
+        e = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+        edges.append(np.concatenate([e, e[:, ::-1]]))
+        seed[g] = coff[g] + np.argmax(cverts[coff[g]:coff[g + 1]] @ _SEED_DIRS.T, axis=0)
+    e = np.unique(np.concatenate(edges), axis=0)          # sorted by source vertex
+    adj_off = np.zeros(nv + 1, dtype=np.int64)
+    np.add.at(adj_off, e[:, 0] + 1, 1)
+    return HullGraph(np.cumsum(adj_off), np.ascontiguousarray(e[:, 1]), seed, np.zeros(nv, dtype=np.int64),
+                     np.zeros(nv + 1, dtype=np.int64))
+
+
 def _positive(g, vals, what):
     vals = np.asarray(vals, dtype=float)
     if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
@@ -95,7 +122,8 @@ class ShapeTable:
 
     kind (ng,) int, body (ng,) int, size (ng, 4) (see kernels), Rl (ng, 3, 3) and pl (ng, 3)
     local placements, lc/le (ng, 3) local AABB center and half extents, cverts (NV, 3) with
-    coff (ng+1,) offsets for convex hulls (ctris: list of hull triangles), friction,
+    coff (ng+1,) offsets for convex hulls (ctris: list of hull triangles; hull: their
+    `kernels.HullGraph` for hill-climbing support queries), friction,
     restitution, compliance (ng,), group, mask (ng,) uint32.
     """
 
@@ -177,6 +205,7 @@ class ShapeTable:
         self.cverts = np.ascontiguousarray(np.concatenate(cv) if cv else np.zeros((0, 3)))
         if self.cverts.shape[0] == 0:
             self.cverts = np.zeros((1, 3))  # numba needs a non-empty typed array
+        self.hull = hull_graph(self.cverts, self.coff, self.ctris)
 
     def __len__(self):
         return len(self.kind)

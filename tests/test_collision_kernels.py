@@ -13,6 +13,7 @@ import collision
 import collision.kernels as K
 import simstep
 from collision import CollisionDetector, CollisionError
+from collision.shapes import hull_graph
 
 
 def rotq(rv):
@@ -266,6 +267,7 @@ def test_convex_support_against_numpy(seed, mesh_path):
     gR = rotm(rng.normal(size=3))[None].copy()
     gp = rng.normal(size=(1, 3))
     coff = np.array([0, len(verts)])
+    hg = hull_graph(verts, coff, [tris])
     gsize = np.zeros((1, 4))
     axes = list(np.eye(3)) + [gR[0][:, 0], -gR[0][:, 2], (gR[0][:, 0] + gR[0][:, 1]) / np.sqrt(2)]
     for d in axes + list(rng.normal(size=(20, 3))):
@@ -275,11 +277,11 @@ def test_convex_support_against_numpy(seed, mesh_path):
         for tol in (1e-9, 1e-3, 0.02):
             world = convex_support_reference(verts, gR[0], gp[0], d, tol)
             out = np.zeros((K.MAXF, 3))
-            m = K.support_feature(K.CONVEX, 0, gsize, gR, gp, verts, coff, D, 0, tol, out, False)
+            m = K.support_feature(K.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out, False)
             assert m == len(world) and out[0] @ d >= np.max(world @ d) - 1e-12  # an extreme vertex first
             assert np.allclose(np.sort(out[:m], axis=0), np.sort(world, axis=0), atol=1e-12)
             out2 = np.zeros((K.MAXF, 3))
-            m2 = K.support_feature_any(K.CONVEX, 0, gsize, gR, gp, verts, coff, D, 0, tol, out2, True)
+            m2 = K.support_feature_any(K.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out2, True)
             if len(world) <= 2:
                 assert m2 == m and np.array_equal(out2[:m2], out[:m])
             else:  # the ordered face: a subset of the selected vertices, their convex hull
@@ -334,13 +336,14 @@ def test_support_height_against_brute_force(kind, mesh_path):
     rng = np.random.default_rng(3)
     code = {"sphere": K.SPHERE, "capsule": K.CAPSULE, "cylinder": K.CYLINDER, "box": K.BOX, "mesh": K.CONVEX}[kind]
     size = np.array([[0.05, 0.12, 0.03, 0.0]])
-    verts, _ = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
+    verts, tris = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
     coff = np.array([0, len(verts) if code == K.CONVEX else 0])
+    hg = hull_graph(verts, coff, [tris if code == K.CONVEX else None])
     for _ in range(10):
         gR, gp = rotm(rng.normal(size=3))[None].copy(), rng.normal(size=(1, 3))
         pts = verts @ gR[0].T + gp[0] if code == K.CONVEX else _primitive_points(code, size[0], gR[0], gp[0], rng=rng)
         for d in rng.normal(size=(10, 3)) * rng.uniform(0.1, 3.0):
-            h = K.support_height(code, 0, size, gR, gp, verts, coff, d[0], d[1], d[2])
+            h = K.support_height(code, 0, size, gR, gp, verts, coff, hg, d[0], d[1], d[2])
             brute = (pts @ d).max()
             # never below the surface's maximum (the cull's safety), and above it only by the
             # sampling's resolution (random points on the spheres' caps: ~5e-3 r |d|)
@@ -359,6 +362,7 @@ def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
     gkind = np.array([K.CONVEX, K.CONVEX, K.BOX])
     gsize = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0.04, 0.09, 0.02, 0]], float)
     lc = np.array([verts.mean(0) + 0.02, (verts * [0.6, 1.3, 0.8]).mean(0), np.zeros(3)])
+    hg = hull_graph(cv, coff, [tris, tris, None])
     def shape(g):
         if gkind[g] == K.BOX:
             return coal.Box(*(2 * gsize[g, :3]))
@@ -375,7 +379,7 @@ def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
         gR = np.array([rotm(rng.normal(size=3)) for _ in range(3)])
         gp = rng.normal(size=(3, 3)) * 0.12
         for a, b in ((0, 1), (0, 2)):
-            cut = K.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, margin)
+            cut = K.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, hg, margin)
             req, res = coal.DistanceRequest(), coal.DistanceResult()
             dist = coal.distance(shapes[a], coal.Transform3s(gR[a], gp[a]), shapes[b],
                                  coal.Transform3s(gR[b], gp[b]), req, res)

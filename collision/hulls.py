@@ -1,0 +1,90 @@
+"""Convex hulls' support queries by hill climbing on their vertex graph.
+
+`HullGraph` holds every hull's vertex adjacency (built once with the shape table by
+`shapes.hull_graph`); `hull_climb` finds a support vertex, `hull_support_set` every vertex
+within a tolerance of the support height. Both visit a few dozen vertices where a scan visits
+all of them (G1's hulls have up to 2167).
+"""
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from .jitopts import _NONRT, _NONRT_INLINE
+
+HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark")
+HullGraph.__doc__ = """Vertex adjacency of every convex hull, for hill-climbing support queries.
+
+adj_off (NV+1,) int64, adj (E,) int64: CSR neighbour lists of the hull vertices (global
+indices into ``cverts``; both directions of every hull edge). seed (ng, NSEED) int64: per
+hull geometry the vertices extreme along the 14 directions ±x, ±y, ±z, (±1, ±1, ±1) of its
+frame (starting points of the climb); -1 rows for the other geometries. Scratch of
+`hull_support_set`: queue (NV,) int64, mark (NV+1,) int64 (visit stamps, the last entry
+the current stamp)."""
+NSEED = 14
+
+
+@njit(**_NONRT_INLINE)
+def hull_climb(g, cverts, hg, l0, l1, l2):
+    """(vertex index, height) of a vertex of hull g maximizing v · l (l in the geometry frame):
+    steepest ascent on the hull's edge graph from the best seed. A vertex of a convex polytope
+    that no neighbour beats is a global maximum (the simplex method's argument; the support
+    mapping of Gilbert, Johnson and Keerthi, IEEE J. Robot. Autom. 1988, evaluated by hill
+    climbing as in Cameron, ICRA 1997, "Enhancing GJK")."""
+    best = hg.seed[g, 0]
+    hb = cverts[best, 0] * l0 + cverts[best, 1] * l1 + cverts[best, 2] * l2
+    for j in range(1, NSEED):
+        v = hg.seed[g, j]
+        s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
+        if s > hb:
+            best, hb = v, s
+    while True:
+        nxt = best
+        for e in range(hg.adj_off[best], hg.adj_off[best + 1]):
+            v = hg.adj[e]
+            s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
+            if s > hb:
+                nxt, hb = v, s
+        if nxt == best:
+            return best, hb
+        best = nxt
+
+
+@njit(**_NONRT)
+def hull_support_set(g, cverts, hg, l0, l1, l2, tol):
+    """Vertices of hull g with v · l ≥ max − tol (l in the geometry frame), by a flood fill
+    over the edge graph from the climb's maximum (on a convex polytope such a superlevel set
+    is connected). Their global indices go to hg.queue[:m], ascending (as a scan in index
+    order lists them). Returns (m, max height)."""
+    v0, hmax = hull_climb(g, cverts, hg, l0, l1, l2)
+    mark, queue = hg.mark, hg.queue
+    ns = mark.shape[0] - 1
+    mark[ns] += 1
+    stamp = mark[ns]
+    thr = hmax - tol
+    queue[0] = v0
+    mark[v0] = stamp
+    m = 1
+    head = 0
+    while head < m:
+        u = queue[head]
+        head += 1
+        for e in range(hg.adj_off[u], hg.adj_off[u + 1]):
+            v = hg.adj[e]
+            if mark[v] == stamp:
+                continue
+            mark[v] = stamp
+            if cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2 >= thr:
+                queue[m] = v
+                m += 1
+    gap = m // 2   # Shell sort (gaps halving): index order
+    while gap > 0:
+        for i in range(gap, m):
+            x = queue[i]
+            j = i
+            while j >= gap and queue[j - gap] > x:
+                queue[j] = queue[j - gap]
+                j -= gap
+            queue[j] = x
+        gap //= 2
+    return m, hmax

@@ -1,0 +1,154 @@
+"""Hill-climbing support queries on convex hulls (`kernels.hull_climb`, `hull_support_set`,
+and `support_feature`/`support_height` built on them) against brute-force scans of all
+vertices: G1's link hulls, random hulls, and hulls with many coplanar vertices (boxes and
+cylinders sampled on a grid, where faces are triangulated and directions along the axes tie
+whole faces)."""
+import warnings
+
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull
+
+import collision.kernels as K
+import models
+import simstep
+from collision.shapes import ShapeTable, hull_graph
+
+
+def _hull(points):
+    """(vertices, outward triangles) of the convex hull of points."""
+    h = ConvexHull(points)
+    idx = np.asarray(h.vertices)
+    remap = np.full(len(points), -1)
+    remap[idx] = np.arange(len(idx))
+    return np.ascontiguousarray(points[idx]), remap[h.simplices]
+
+
+def _grid_box(n):
+    """Points of a box surface on an n x n grid per face (coplanar vertices on every face)."""
+    u = np.linspace(-1, 1, n)
+    a, b = [x.ravel() for x in np.meshgrid(u, u)]
+    one = np.ones_like(a)
+    faces = [np.c_[s * one, a, b] for s in (-1, 1)] + [np.c_[a, s * one, b] for s in (-1, 1)] \
+        + [np.c_[a, b, s * one] for s in (-1, 1)]
+    return np.unique(np.concatenate(faces), axis=0) * [0.05, 0.03, 0.08]
+
+
+def _cylinder(n):
+    th = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    ring = np.c_[0.04 * np.cos(th), 0.04 * np.sin(th)]
+    return np.concatenate([np.c_[ring, np.full(n, 0.1)], np.c_[ring, np.full(n, -0.1)]])
+
+
+def _random_hulls():
+    rng = np.random.default_rng(11)
+    clouds = [rng.normal(size=(n, 3)) * [0.1, 0.05, 0.2] for n in (5, 12, 40, 300)]
+    clouds += [_grid_box(5), _grid_box(11), _cylinder(16), _cylinder(90)]
+    return [_hull(c) for c in clouds]
+
+
+def _g1_table():
+    path, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b.add_urdf("g1", path, package_dirs=dirs)
+    return ShapeTable(b.build().geometries)
+
+
+def _table(hulls):
+    verts = np.concatenate([v for v, _ in hulls])
+    coff = np.concatenate([[0], np.cumsum([len(v) for v, _ in hulls])])
+    return verts, coff, hull_graph(verts, coff, [t for _, t in hulls])
+
+
+def _directions(rng, n):
+    """Random unit directions, the axes and the diagonals (ties on grid hulls)."""
+    axes = np.concatenate([np.eye(3), -np.eye(3), K_DIAG])
+    d = rng.normal(size=(n, 3))
+    return np.concatenate([axes, d / np.linalg.norm(d, axis=1)[:, None]])
+
+
+K_DIAG = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) / np.sqrt(3)
+
+
+def _check_hulls(verts, coff, hg, gs, rng, ndir):
+    for g in gs:
+        V = verts[coff[g]:coff[g + 1]]
+        for d in _directions(rng, ndir):
+            h = V[:, 0] * d[0] + V[:, 1] * d[1] + V[:, 2] * d[2]    # the kernels' arithmetic
+            v, hc = K.hull_climb(g, verts, hg, d[0], d[1], d[2])
+            assert coff[g] <= v < coff[g + 1] and hc == h[v - coff[g]] == h.max()
+            for tol in (0.0, 1e-3, 1e-2):
+                m, hm = K.hull_support_set(g, verts, hg, d[0], d[1], d[2], tol)
+                assert hm == hc and np.array_equal(hg.queue[:m], coff[g] + np.flatnonzero(h >= hc - tol))
+
+
+def test_climb_and_support_sets_on_g1_hulls():
+    S = _g1_table()
+    hulls = np.flatnonzero(S.kind == K.CONVEX)
+    assert len(hulls) > 10 and max(S.coff[g + 1] - S.coff[g] for g in hulls) > 1000
+    _check_hulls(S.cverts, S.coff, S.hull, hulls, np.random.default_rng(0), 60)
+
+
+def test_climb_and_support_sets_on_random_and_coplanar_hulls():
+    verts, coff, hg = _table(_random_hulls())
+    _check_hulls(verts, coff, hg, range(len(coff) - 1), np.random.default_rng(1), 150)
+
+
+def test_hull_graph_is_the_hull_edges():
+    """Every vertex has ≥ 3 neighbours, the graph is symmetric and within its hull."""
+    verts, coff, hg = _table(_random_hulls())
+    deg = np.diff(hg.adj_off)
+    assert deg.min() >= 3
+    src = np.repeat(np.arange(len(verts)), deg)
+    pairs = set(zip(src.tolist(), hg.adj.tolist()))
+    assert all((b, a) in pairs for a, b in pairs)
+    g_of = np.searchsorted(coff, np.arange(len(verts)), side="right") - 1
+    assert np.array_equal(g_of[src], g_of[hg.adj])
+
+
+def _support_reference(V, R, p, d, tol, cap):
+    """support_feature of a hull by a scan (numpy, the kernels' arithmetic): the vertices
+    within tol of the maximum of v · (Rᵀ d), the one highest in the world first, then the
+    others in index order, at most cap."""
+    dl = [R[0, k] * d[0] + R[1, k] * d[1] + R[2, k] * d[2] for k in range(3)]
+    s = V[:, 0] * dl[0] + V[:, 1] * dl[1] + V[:, 2] * dl[2]
+    sel = np.flatnonzero(s >= s.max() - tol)
+    W = np.stack([p[k] + R[k, 0] * V[sel, 0] + R[k, 1] * V[sel, 1] + R[k, 2] * V[sel, 2] for k in range(3)], 1)
+    hw = W[:, 0] * d[0] + W[:, 1] * d[1] + W[:, 2] * d[2]
+    first = int(np.argmax(hw))
+    order = [first] + [i for i in range(len(sel)) if i != first]
+    return W[order[:cap]], len(sel)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_support_feature_and_height_match_the_scan(ordered):
+    """support_feature (climb and flood fill) gives a scan's output exactly, in the same
+    order (the extreme vertex, then index order, truncated to MAXF points); support_height the
+    scan's maximum; on G1's hulls in random world poses, along random directions and the
+    hulls' own axes (ties on flat faces)."""
+    S = _g1_table()
+    rng = np.random.default_rng(2)
+    gR = np.array([np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(len(S))])
+    gR *= np.sign(np.linalg.det(gR))[:, None, None]
+    gp = rng.normal(size=(len(S), 3))
+    out = np.zeros((K.MAXF, 3))
+    D = np.zeros((K.NV3, 3))
+    big = 0
+    for g in np.flatnonzero(S.kind == K.CONVEX):
+        V = S.convex_vertices(g)
+        for d in _directions(rng, 20):
+            D[0] = gR[g] @ d
+            for tol in (1e-9, 1e-3, 2e-2):
+                m = K.support_feature(K.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, D, 0, tol, out, ordered)
+                ref, nsel = _support_reference(V, gR[g], gp[g], D[0], tol, K.MAXF)
+                big += nsel > K.MAXF
+                if ordered and nsel > 2:
+                    assert m == K.NEEDS_HULL
+                else:
+                    assert m == len(ref) and np.array_equal(out[:m], ref)
+            h = K.support_height(K.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, *D[0])
+            brute = (V @ gR[g].T + gp[g]) @ D[0]
+            assert abs(h - brute.max()) <= 1e-12
+    assert big > 0   # support sets larger than the output buffer were exercised

@@ -491,6 +491,8 @@ class MeshcatViewer:
             raise ValueError(f"fps must be positive, got {fps}")
         if contacts is None and self.show_contacts:
             contacts = getattr(traj, "contacts", None)
+        if dt is None:
+            dt = getattr(traj, "dt", None)       # a recorded Trajectory: impulses → forces (N)
         if contacts is not None and len(contacts) != len(t):
             raise ValueError(f"contacts has {len(contacts)} entries for a trajectory of {len(t)} samples")
         span = t[-1] - t[0]

@@ -146,6 +146,13 @@ def run(args):
     print(f"{args.scene}: {desc}; nq = {world.model.nq}, nv = {world.model.nv}, dt = {dt:g} s, {steps} steps",
           flush=True)
     record = bool(args.html or args.plot or args.view or args.save or args.video)
+    samples = None
+    if args.plot:
+        from simstep.plots import Sampler
+        try:
+            samples = Sampler(world)
+        except ValueError as e:
+            raise UsageError(f"scene '{args.scene}': {e}") from None
     its = np.zeros(steps, int)
     nc = np.zeros(steps, int)
     pen = np.zeros(steps)
@@ -179,6 +186,8 @@ def run(args):
                 Q[k + 1], V[k + 1] = sim.q, sim.v
             if contacts is not None:
                 contacts.append(sim.contacts)
+            if samples is not None:
+                samples.sample(sim)
             if viewer is not None:
                 viewer.update(sim.q, sim.t, contacts=sim.contacts if args.contacts else None, dt=sim.dt)
     except KeyboardInterrupt:
@@ -223,7 +232,9 @@ def run(args):
         n = record_video(world, traj, args.video, contacts=bool(args.contacts))
         print(f"wrote {args.video} ({n} frames)")
     if args.plot:
-        _plot(args.plot, args.scene, T[1:steps + 1], its, nc, pen)
+        from simstep.plots import plot_run
+        plot_run(args.plot, f"{args.scene}: {desc}", T[1:steps + 1], its, nc, pen,
+                 max_iter=sim.admm.settings.max_iter if sim.solver_name == "admm" else None, samples=samples)
         print(f"wrote {args.plot}")
     if viewer is not None:
         _sigterm_as_interrupt()      # `serve_forever` stops its server on Ctrl-C; do the same on SIGTERM
@@ -392,24 +403,6 @@ def _sigterm_as_interrupt():
         pass
 
 
-def _plot(path, name, t, its, nc, pen):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
-    ax[0].plot(t, its, lw=0.8)
-    ax[0].set_ylabel("ADMM iterations")
-    ax[0].set_title(name)
-    ax[1].plot(t, nc, lw=0.8)
-    ax[1].set_ylabel("contacts")
-    ax[2].plot(t, pen * 1e3, lw=0.8)
-    ax[2].set_ylabel("max penetration (mm)")
-    ax[2].set_xlabel("t (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors in one line (what is wrong and what exists), status 2."""
 
@@ -433,7 +426,7 @@ def main(argv=None):
     r.add_argument("--dt", type=_positive("--dt"), help="time step in seconds (default: the scene's)")
     r.add_argument("--view", action="store_true", help="live meshcat view")
     r.add_argument("--html", metavar="OUT", help="write a self-contained HTML replay")
-    r.add_argument("--plot", metavar="OUT", help="write a PNG of iterations, contacts and penetration")
+    r.add_argument("--plot", metavar="OUT", help="write a PNG of solver iterations, contacts, penetration and the scene's quantities (world.plots)")
     r.add_argument("--save", metavar="OUT", help="write the trajectory (t, q, v, contacts) as .npz")
     r.add_argument("--video", metavar="OUT", help="write a movie of the run (.mp4 or .gif; needs chromium)")
     r.add_argument("--contacts", action="store_true",

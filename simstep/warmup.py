@@ -67,26 +67,30 @@ class CompileCounter:
         event.unregister("numba:compile", self._listener)
 
 
-_announced = [False]
+_announced = [False]                  # printed in this process
+_notice = {"listener": None, "message": NOTICE, "file": None}
 
 
 def announce_compilation(file=None, message=NOTICE):
-    """Print `message` (to stderr) once, just before the first numba compilation of this
-    process; nothing if every kernel comes from the cache."""
+    """Print `message` (to `file`, default stderr) once, just before the first numba
+    compilation of this process; nothing if every kernel comes from the cache. One listener
+    per process: a later call changes the message and the file."""
     from numba.core import event
+    _notice["message"], _notice["file"] = message, file
+    if _announced[0] or _notice["listener"] is not None:
+        return
 
     class _Notice(event.Listener):
         def on_start(self, ev):
             if not _announced[0]:
                 _announced[0] = True
-                print(message, file=file or sys.stderr, flush=True)
-                event.unregister("numba:compile", self)
+                print(_notice["message"], file=_notice["file"] or sys.stderr, flush=True)
 
         def on_end(self, ev):
             pass
 
-    if not _announced[0]:
-        event.register("numba:compile", _Notice())
+    _notice["listener"] = _Notice()
+    event.register("numba:compile", _notice["listener"])
 
 
 def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):

@@ -96,17 +96,19 @@ def test_compilation_notice_printed_once_before_the_first_compilation(capsys):
     import numba
 
     from simstep import warmup as wu
-    old = wu._announced[0]
+    old = wu._announced[0], dict(wu._notice)
     wu._announced[0] = False
     try:
         wu.announce_compilation(message="NOTICE-1")
+        wu.announce_compilation(message="NOTICE-1")   # a second call adds no second listener
         f = numba.njit(lambda x: x + 1)       # not cached: compiles on its first call
         g = numba.njit(lambda x: x * 2)
         assert f(1) == 2 and g(2) == 4
         err = capsys.readouterr().err
         assert err.count("NOTICE-1") == 1
     finally:
-        wu._announced[0] = old or wu._announced[0]
+        wu._announced[0] = True
+        wu._notice.update(old[1], listener=wu._notice["listener"])
 
 
 def test_run_reports_first_step_and_no_bar_before_it(capsys):

@@ -1,5 +1,6 @@
 """Rigid-body models: spatial algebra, joints, `Model`/`Data`, URDF, SDF and MJCF loading, FK,
 Jacobians, RNEA, CRBA and ABA (world-frame numba kernels)."""
+from . import jitcache  # noqa: F401  (first: how the kernels of every package are specialised)
 from .joints import FIXED, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
 from .model import Frame, Geometry, Model, ModelBuilder, ModelError, check_inertia
 from .data import Data

@@ -26,3 +26,34 @@ def drop_stale_cache(module_file, deps):
                 fh.write(stamp)
     except OSError:
         pass
+
+
+_PACKAGES = ("models", "collision", "solvers", "simstep", "scenes", "viewer", "bench", "examples", "tests")
+
+
+def compile_without_literals():
+    """Compile calls between this project's kernels for the plain types of their arguments.
+
+    Inside a kernel, numba types a constant argument (``f(x, 0)``, ``g(V, _VN)``, ``h(True)``)
+    as a literal and compiles the callee once per distinct constant, and once more for the
+    plain type when a loop variable that starts at a constant is unified with its update
+    (``pi = 0`` then ``pi = f(pi)``). No kernel here depends on literal arguments, so calls to
+    kernels of these packages are typed with `numba.types.unliteral` arguments: one
+    specialisation per call signature. This halves the cold compilation of the demo."""
+    from numba.core import dispatcher, types
+    cls = dispatcher.Dispatcher
+    if getattr(cls.get_call_template, "_unliteral", False):
+        return
+    original = cls.get_call_template
+
+    def get_call_template(self, args, kws):
+        if getattr(self.py_func, "__module__", "").split(".")[0] in _PACKAGES:
+            args = tuple(types.unliteral(a) for a in args)
+            kws = {k: types.unliteral(a) for k, a in kws.items()}
+        return original(self, args, kws)
+
+    get_call_template._unliteral = True
+    cls.get_call_template = get_call_template
+
+
+compile_without_literals()

@@ -149,4 +149,5 @@ def biped(robot="cassie", pose="standing", height=None):
         w.actuation = _Sum(w.pd, springs)
     w.dt = 1e-3
     w.description = f"Cassie {pose}" + (" (joint PD, springs)" if pose == "standing" else " (springs only)")
+    w.plots = ("base_height", "tracking_error", "contact_force") if pose == "standing" else ("base_height", "energy")
     return w

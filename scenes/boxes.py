@@ -23,6 +23,7 @@ def box_stack(n=5, half=HALF, mass=1.0, friction=0.5):
     w = wb.build()
     w.dt = 1e-3
     w.description = f"{n} boxes stacked vertically"
+    w.plots = ("contact_force", "energy")
     return w
 
 
@@ -62,4 +63,5 @@ def box_pyramid(layers=4, shape="square", half=HALF, gap=GAP, mass=1.0, friction
     w.dt = 1e-3
     n = len(w.model.body_names)
     w.description = f"{shape} pyramid of {n} boxes ({layers} layers)"
+    w.plots = ("contact_force", "energy")
     return w

@@ -127,4 +127,5 @@ def pendulum_benchmark(n_links=12, formulation="minimal"):
     w.link_radius = r
     w.hinges = hinges
     w.description = f"paper 004 pendulum, {n} links, {formulation} coordinates"
+    w.plots = ("energy",)                     # conserved up to the integrator's dissipation
     return w

@@ -117,6 +117,8 @@ def humanoid(robot="g1", pose="standing", height=None):
         _stand(w, robot)
     w.dt = 1e-3
     w.description = f"{robot} {pose}" + (f" from {height:g} m" if pose == "falling" else " (joint PD)")
+    w.plots = ("base_height", "tracking_error", "contact_force", "energy") if pose == "standing" else \
+        ("base_height", "contact_force", "energy")
     return w
 
 
@@ -134,6 +136,7 @@ def quadruped(robot="go2", pose="standing", height=None):
         _stand(w, robot)
     w.dt = 1e-3
     w.description = f"{robot} {pose}"
+    w.plots = ("base_height", "tracking_error", "contact_force") if pose == "standing" else ("base_height", "contact_force")
     return w
 
 

@@ -1,9 +1,11 @@
 """Command line.
 
     python -m simstep list                       # the ready scenes
-    python -m simstep run SCENE [--duration S] [--dt DT] [--view] [--html OUT] [--plot OUT]
+    python -m simstep run SCENE [--duration S] [--dt DT] [--view] [--html OUT] [--plot OUT] [--save OUT]
+                                [--video OUT.mp4|OUT.gif] [--contacts]
                                 [--set KEY=VALUE ...] [--progress/--no-progress]
     python -m simstep demo [--robot g1]          # load a robot and time one ABA call
+    python -m simstep warmup                     # compile every kernel up front (first install)
     python -m simstep sweep SCENE --param NAME=A:B:N [--param ...] [--set KEY=VALUE ...]
                                   [--duration S] [--dt DT] [--backend process|ray|serial]
                                   [--workers N] [--address ADDR] [--out OUT.npz] [--plot OUT.png]
@@ -12,7 +14,8 @@
 `run` simulates a scene of `scenes.SCENES` with a progress bar and prints a summary
 (simulated time, steps per second, mean and max ADMM iterations, max penetration); --html
 writes a self-contained replay, --view serves a live meshcat view (and keeps it open at the
-end), --plot writes a PNG of solver iterations, contacts and penetration over time.
+end), --plot writes a PNG of solver iterations, contacts and penetration over time, --video
+a movie (viewer.record_video), --contacts draws contact points and force arrows.
 --set passes keyword arguments to the scene function (e.g. --set n_links=6).
 
 `sweep` runs one episode per value of the swept scene arguments (`simstep.rollouts`, on all
@@ -123,7 +126,9 @@ def _scene(args):
 
 def run(args):
     import simstep
+    from simstep.warmup import CompileCounter, announce_compilation
     fn, kw, duration = _scene(args)
+    announce_compilation()      # one line before the first kernel compiles (the scene's build may compile)
     try:
         world = fn(**kw)
     except (TypeError, ValueError) as e:
@@ -135,12 +140,19 @@ def run(args):
     viewer = None
     if args.view:
         from viewer import MeshcatViewer
-        viewer = MeshcatViewer(world, realtime=False)
+        viewer = MeshcatViewer(world, realtime=False, contacts=args.contacts)
         print(f"meshcat viewer: {viewer.url()}", file=sys.stderr, flush=True)
     desc = getattr(world, "description", args.scene)
     print(f"{args.scene}: {desc}; nq = {world.model.nq}, nv = {world.model.nv}, dt = {dt:g} s, {steps} steps",
           flush=True)
-    record = bool(args.html or args.plot or args.view or args.save)
+    record = bool(args.html or args.plot or args.view or args.save or args.video)
+    samples = None
+    if args.plot:
+        from simstep.plots import Sampler
+        try:
+            samples = Sampler(world)
+        except ValueError as e:
+            raise UsageError(f"scene '{args.scene}': {e}") from None
     its = np.zeros(steps, int)
     nc = np.zeros(steps, int)
     pen = np.zeros(steps)
@@ -148,63 +160,101 @@ def run(args):
     T = np.empty(steps + 1)
     Q = np.empty((steps + 1, world.model.nq)) if record else None
     V = np.empty((steps + 1, world.model.nv)) if record else None
-    contacts = [sim.contacts] if args.save else None
+    contacts = [sim.contacts] if (args.save or args.contacts) else None
     T[0] = sim.t
     if record:
         Q[0], V[0] = sim.q, sim.v
-    it = range(steps)
-    if args.progress:
-        from tqdm import tqdm
-        it = tqdm(it, desc=args.scene, unit="step", file=sys.stderr, mininterval=0.5)
+    bar = None
     t0 = time.perf_counter()
     t_first = None
     k = 0
     try:
-        for k in it:
+        for k in range(steps):
             st = sim.step()
             if t_first is None:
                 t_first = time.perf_counter() - t0   # includes loading or compiling the numba kernels
+                late = CompileCounter()              # compilations after the first step
+                if args.progress and steps > 1:      # no bar (and no ETA) before the first step is done
+                    from tqdm import tqdm
+                    bar = tqdm(total=steps, initial=1, desc=args.scene, unit="step", file=sys.stderr,
+                               mininterval=0.5)
+            elif bar is not None:
+                bar.update()
             its[k], nc[k], pen[k], conv[k] = st.iterations, st.ncontacts, st.max_penetration, st.converged
             T[k + 1] = sim.t
             if record:
                 Q[k + 1], V[k + 1] = sim.q, sim.v
             if contacts is not None:
                 contacts.append(sim.contacts)
+            if samples is not None:
+                samples.sample(sim)
             if viewer is not None:
-                viewer.update(sim.q, sim.t)
+                viewer.update(sim.q, sim.t, contacts=sim.contacts if args.contacts else None, dt=sim.dt)
     except KeyboardInterrupt:
         steps = k
         print("\ninterrupted", file=sys.stderr)
+    finally:
+        if bar is not None:
+            bar.close()
     wall = time.perf_counter() - t0
+    if t_first is not None:
+        late.close()
+        if late.count:
+            print(f"{late.count} kernels compiled after the first step ({late.seconds:.1f} s of the run: "
+                  f"{', '.join(late.names)}); "
+                  f"`python -m simstep warmup` compiles them up front")
     its, nc, pen, conv = its[:steps], nc[:steps], pen[:steps], conv[:steps]
     rest = wall - (t_first or 0.0)
     rate = (steps - 1) / rest if steps > 1 and rest > 0 else float("nan")
     print(f"simulated {sim.t:.4g} s in {wall:.2f} s wall ({t_first or 0.0:.2f} s for the first step, kernels "
-          f"loading): {rate:.0f} steps/s after it, {sim.t / max(wall, 1e-12):.3g}x real time overall")
+          f"{'compiling' if _announced() else 'loading'}): {rate:.0f} steps/s after it, {sim.t / max(wall, 1e-12):.3g}x real time overall")
     if steps:
         print(f"ADMM iterations: mean {its.mean():.1f}, max {its.max()}; not converged in {int((~conv).sum())} "
               f"steps; contacts: mean {nc.mean():.1f}, max {nc.max()}; max penetration {pen.max():.3e} m")
+    contacts_of = (lambda tr: tr.contacts) if args.contacts else (lambda tr: None)
     if record:
         traj = simstep.Trajectory(T[:steps + 1], Q[:steps + 1], V[:steps + 1], np.concatenate([[0], its]),
                                   np.concatenate([[0], nc]), sim.dt, tuple(world.model.body_names),
                                   tuple(world.model.joint_names))
-    if args.save:
+    if contacts is not None and record:
         from simstep.results import attach_contacts
         attach_contacts(traj, contacts[:steps + 1])
+    if args.save:
         traj.save(args.save)
         print(f"wrote {args.save} (simstep.load_trajectory reads it)")
     if args.html:
         from viewer.meshcat_viewer import export_html
-        export_html(world, args.html, traj, title=f"simstep: {args.scene}")
+        export_html(world, args.html, traj, title=f"simstep: {args.scene}", contacts=contacts_of(traj),
+                    dt=sim.dt)
         print(f"wrote {args.html}")
+    if args.video:
+        from viewer.video import record_video
+        n = record_video(world, traj, args.video, contacts=bool(args.contacts))
+        print(f"wrote {args.video} ({n} frames)")
     if args.plot:
-        _plot(args.plot, args.scene, T[1:steps + 1], its, nc, pen)
+        from simstep.plots import plot_run
+        plot_run(args.plot, f"{args.scene}: {desc}", T[1:steps + 1], its, nc, pen,
+                 max_iter=sim.admm.settings.max_iter if sim.solver_name == "admm" else None, samples=samples)
         print(f"wrote {args.plot}")
     if viewer is not None:
         _sigterm_as_interrupt()      # `serve_forever` stops its server on Ctrl-C; do the same on SIGTERM
         if record and steps:
-            viewer.play(traj)        # replay with a time slider in the open page
+            viewer.play(traj, contacts=contacts_of(traj), dt=sim.dt)   # replay with a time slider
         viewer.serve_forever()
+    return 0
+
+
+def _announced():
+    from simstep.warmup import _announced
+    return _announced[0]
+
+
+def warmup(args):
+    """Compile every kernel signature the simulator and the scenes use, once."""
+    from simstep.warmup import warmup as run_warmup
+    print("compiling the numba kernels (a few minutes on a cold cache, seconds when they are cached)",
+          file=sys.stderr, flush=True)
+    run_warmup()
     return 0
 
 
@@ -353,24 +403,6 @@ def _sigterm_as_interrupt():
         pass
 
 
-def _plot(path, name, t, its, nc, pen):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
-    ax[0].plot(t, its, lw=0.8)
-    ax[0].set_ylabel("ADMM iterations")
-    ax[0].set_title(name)
-    ax[1].plot(t, nc, lw=0.8)
-    ax[1].set_ylabel("contacts")
-    ax[2].plot(t, pen * 1e3, lw=0.8)
-    ax[2].set_ylabel("max penetration (mm)")
-    ax[2].set_xlabel("t (s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors in one line (what is wrong and what exists), status 2."""
 
@@ -384,6 +416,8 @@ def main(argv=None):
     d = sub.add_parser("demo", help="load a robot and time one ABA call")
     d.add_argument("--robot", default="g1")
     d.set_defaults(fn=demo)
+    w = sub.add_parser("warmup", help="compile every numba kernel up front (cached on disk)")
+    w.set_defaults(fn=warmup)
     ls = sub.add_parser("list", help="list the ready scenes")
     ls.set_defaults(fn=list_scenes)
     r = sub.add_parser("run", help="simulate a scene")
@@ -392,8 +426,11 @@ def main(argv=None):
     r.add_argument("--dt", type=_positive("--dt"), help="time step in seconds (default: the scene's)")
     r.add_argument("--view", action="store_true", help="live meshcat view")
     r.add_argument("--html", metavar="OUT", help="write a self-contained HTML replay")
-    r.add_argument("--plot", metavar="OUT", help="write a PNG of iterations, contacts and penetration")
+    r.add_argument("--plot", metavar="OUT", help="write a PNG of solver iterations, contacts, penetration and the scene's quantities (world.plots)")
     r.add_argument("--save", metavar="OUT", help="write the trajectory (t, q, v, contacts) as .npz")
+    r.add_argument("--video", metavar="OUT", help="write a movie of the run (.mp4 or .gif; needs chromium)")
+    r.add_argument("--contacts", action="store_true",
+                   help="draw contact points and force arrows in --view, --html and --video")
     r.add_argument("--set", action="append", metavar="KEY=VALUE", help="scene function argument (repeatable)")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                    help="tqdm progress bar (default on)")
@@ -422,7 +459,7 @@ def main(argv=None):
         msg = str(e)
         words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
         if "invalid choice" in msg and "argument cmd" in msg:
-            msg += "; commands: demo, list, run, sweep"
+            msg += "; commands: demo, list, run, sweep, warmup"
         elif words[:1] == ["sweep"] and ("unrecognized arguments" in msg or "the following arguments" in msg):
             msg += ("; sweep options: --param NAME=A:B:N, --set KEY=VALUE, --duration S, --dt DT, --backend "
                     "process|ray|serial, --workers N, --address ADDR, --out OUT, --plot OUT, --outcome NAME, "

@@ -81,3 +81,52 @@ def test_module_entry_point_exit_status():
 def test_demo_still_works(capsys):
     assert main(["demo"]) == 0
     assert "ABA:" in capsys.readouterr().out
+
+
+def test_warmup_compiles_once_then_nothing():
+    """After warmup(), the same scenes step without a single compilation (numba's own
+    compile events are the oracle: a kernel loaded from the cache is not one)."""
+    from simstep.warmup import warmup
+    few = (("box_stack", dict(n=2), 0.01, 3), ("four_bar", {}, 0.01, 2))
+    warmup(few, verbose=False)
+    assert warmup(few, verbose=False) == 0
+
+
+def test_compilation_notice_printed_once_before_the_first_compilation(capsys):
+    import numba
+
+    from simstep import warmup as wu
+    old = wu._announced[0], dict(wu._notice)
+    wu._announced[0] = False
+    try:
+        wu.announce_compilation(message="NOTICE-1")
+        wu.announce_compilation(message="NOTICE-1")   # a second call adds no second listener
+        f = numba.njit(lambda x: x + 1)       # not cached: compiles on its first call
+        g = numba.njit(lambda x: x * 2)
+        assert f(1) == 2 and g(2) == 4
+        err = capsys.readouterr().err
+        assert err.count("NOTICE-1") == 1
+    finally:
+        wu._announced[0] = True
+        wu._notice.update(old[1], listener=wu._notice["listener"])
+
+
+def test_run_reports_first_step_and_no_bar_before_it(capsys):
+    assert main(["run", "slider_crank", "--duration", "0.005"]) == 0
+    err = capsys.readouterr().err
+    assert "0/5" not in err and "5/5" in err          # the bar starts at step 1, after the first step
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="chromium not installed")
+def test_run_writes_a_video_with_contact_arrows(tmp_path, capsys):
+    import imageio.v3 as iio
+    gif, html = tmp_path / "run.gif", tmp_path / "run.html"
+    rc = main(["run", "box_stack", "--set", "n=2", "--duration", "0.1", "--video", str(gif), "--html", str(html),
+               "--contacts", "--no-progress"])
+    assert rc == 0
+    assert "(4 frames)" in capsys.readouterr().out          # 30 fps over 0.1 s: 0, 1/30, 2/30, 3/30
+    assert iio.imread(gif, index=None).shape[1:] == (480, 640, 3)
+    import base64
+    import re
+    cmds = [base64.b64decode(c) for c in re.findall(r'^"([A-Za-z0-9+/=]+)",?$', html.read_text(), re.M)]
+    assert any(b"simstep_contacts" in c and b"set_animation" in c for c in cmds)   # arrows animated in the replay

@@ -14,6 +14,7 @@ import pytest
 import umsgpack
 
 import models
+import scenes
 import simstep
 import viewer  # first: it imports meshcat quietly
 import meshcat
@@ -243,7 +244,8 @@ def test_export_html_is_self_contained(tmp_path):
     assert all(u.startswith("http://www.w3.org/") for u in urls), urls
     cmds = decode_commands(html)
     kinds = [c["type"] for c in cmds]
-    assert kinds.count("set_object") == len(w.visuals)
+    geometry = [c for c in cmds if c["type"] == "set_object" and ("/bodies/" in c["path"] or "/static/" in c["path"])]
+    assert len(geometry) == len(w.visuals)
     assert kinds[-1] == "set_animation"
     # the module function needs no viewer object
     p2 = viewer.export_html(w, tmp_path / "still.html")
@@ -450,3 +452,59 @@ def test_screenshot_names_every_failed_start(tmp_path):
     with pytest.raises(RuntimeError, match=r"(?s)in 3 starts: exit 3.*GPU process died"):
         screenshot("file:///x.html", tmp_path / "a.png", chromium=exe, timeout=5)
     assert (tmp_path / "starts").read_text().count("x") == 3
+
+
+# ------------------------------------------------------------------ ground grid, axes, anchors, replay controls
+def _matrix(cmd):
+    return np.array(cmd["matrix"], float).reshape(4, 4).T        # meshcat: column-major
+
+
+def test_grid_on_the_ground_and_no_world_axes_by_default(tmp_path):
+    cmds = decode_commands(open(viewer.export_html(box_world(), tmp_path / "a.html")).read())
+    props = {(c["path"], c["property"]): c["value"] for c in cmds if c["type"] == "set_property"}
+    assert props[("/Axes", "visible")] is False and props[("/Grid", "visible")] is False
+    grid = [c for c in cmds if c["type"] == "set_object" and c["path"].endswith("/grid")]
+    assert len(grid) == 1 and grid[0]["object"]["object"]["type"] == "LineSegments"
+    pos = grid[0]["object"]["geometries"][0]["data"]["attributes"]["position"]
+    V = np.frombuffer(pos["array"].data, np.float32).reshape(-1, 3)
+    assert np.all(V[:, 2] == 0.0)                                  # on the ground plane z = 0
+    assert V[:, 0].min() == V[:, 1].min() == -10 and V[:, 0].max() == V[:, 1].max() == 10
+    seg = V[1::2] - V[0::2]
+    assert np.allclose(np.sort(np.abs(seg), 1), [0, 0, 0.5])       # axis-aligned 0.5 m pieces
+    assert set(np.round(np.unique(V[:, :2]), 6)) == set(np.round(np.arange(-10, 10.25, 0.5), 6))
+    cmds = decode_commands(open(viewer.export_html(box_world(), tmp_path / "b.html", axes=True, grid=False)).read())
+    props = {(c["path"], c["property"]): c["value"] for c in cmds if c["type"] == "set_property"}
+    assert props[("/Axes", "visible")] is True
+    assert not [c for c in cmds if c["type"] == "set_object" and c["path"].endswith("/grid")]
+
+
+def test_four_bar_is_held_by_pins_on_posts(tmp_path):
+    """The crank's hinge to the world at (0, 0, height) and the rocker's loop closure to the
+    world at (ground, 0, height) (the scene's own definition) get a pin, a post down to z = 0
+    and a foot; the hinge pin lies along the joint axis (y)."""
+    w = scenes.four_bar(ground=0.4, height=1.0)
+    cmds = decode_commands(open(viewer.export_html(w, tmp_path / "fb.html")).read())
+    T = {c["path"].rsplit("/", 1)[-1]: _matrix(c) for c in cmds
+         if c["type"] == "set_transform" and "/anchors/" in c["path"]}
+    assert sorted(T) == ["foot0", "foot1", "pivot0", "pivot1", "post0", "post1"]
+    assert np.allclose(T["pivot0"][:3, 3], [0, 0, 1.0]) and np.allclose(T["pivot1"][:3, 3], [0.4, 0, 1.0])
+    assert np.allclose(np.abs(T["pivot0"][:3, 1]), [0, 1, 0])     # three.js cylinders lie along their y
+    for i, x in ((0, 0.0), (1, 0.4)):
+        assert np.allclose(T[f"post{i}"][:3, 3], [x, 0, 0.5])       # half-way from the floor to the pin
+        assert np.allclose(np.abs(T[f"post{i}"][:3, 1]), [0, 0, 1])
+    heights = [c["object"]["geometries"][0]["height"] for c in cmds
+               if c["type"] == "set_object" and "/anchors/post" in c["path"]]
+    assert np.allclose(heights, [1.0, 1.0])
+    none = decode_commands(open(viewer.export_html(w, tmp_path / "n.html", anchors=False)).read())
+    assert not [c for c in none if "/anchors/" in c["path"]]
+
+
+def test_replay_loops_and_has_visible_controls(tmp_path):
+    w = box_world()
+    traj = falling_trajectory(w)
+    html = open(viewer.export_html(w, tmp_path / "loop.html", traj)).read()
+    anim = [c for c in decode_commands(html) if c["type"] == "set_animation"][0]
+    assert anim["options"]["repetitions"] == viewer.meshcat_viewer.LOOP_FOREVER
+    assert 'id="simstep-play"' in html and 'id="simstep-time"' in html
+    once = open(viewer.export_html(w, tmp_path / "once.html", traj, loop=False)).read()
+    assert [c for c in decode_commands(once) if c["type"] == "set_animation"][0]["options"]["repetitions"] == 1

@@ -2,6 +2,7 @@
 from .meshcat_viewer import MeshcatViewer, as_trajectory, contact_arrows, export_html
 from .scene import MESH_FORMATS, MeshError, load_mesh
 from .transport import ViewerConnectionError
+from .video import record_video
 
 __all__ = ["MeshcatViewer", "export_html", "as_trajectory", "contact_arrows", "MeshError", "load_mesh",
-           "MESH_FORMATS", "ViewerConnectionError"]
+           "MESH_FORMATS", "ViewerConnectionError", "record_video"]

@@ -12,8 +12,8 @@ import numpy as np
 import models
 from simstep import matrix_to_quat
 
-from .scene import (SceneRecord, arrow_object, geometry_objects, load_mesh, point_object,
-                    set_object_bytes, set_property_bytes, write_html)
+from .scene import (SceneRecord, anchor_objects, arrow_object, geometry_objects, grid_object, load_mesh,
+                    point_object, set_object_bytes, set_property_bytes, world_anchors, write_html)
 from .transport import Channel, ViewerConnectionError, pack, pack_floats32, pack_transforms, transform_prefix
 
 INTERPOLATE_DISCRETE = 2300   # three.js InterpolateDiscrete
@@ -112,6 +112,9 @@ def _quats(R):
     return Q
 
 
+LOOP_FOREVER = 2 ** 31 - 1     # repetitions of a looping replay (three.js counts them)
+
+
 class MeshcatViewer:
     """Draws a `simstep.World` in meshcat.
 
@@ -124,13 +127,15 @@ class MeshcatViewer:
     in OBJ/DAE files. realtime: `update` with t sleeps so that the view does not run
     ahead of simulated time. camera: "auto" frames the scene, None keeps meshcat's
     default. open_browser: open the page. timeout (s): server start-up and explicit
-    waits; `update` itself never waits for the server or a browser.
+    waits; `update` itself never waits for the server or a browser. grid: grid lines on
+    the ground (z = 0, every 0.5 m); axes: meshcat's world axes; anchors: pins (and posts
+    down to the floor) where joints and loop closures hold mechanisms to the world.
     """
 
     def __init__(self, world, zmq_url=None, server=True, fps=30.0, geometry="visual", contacts=False,
                  force_scale=0.01, max_arrow=0.6, contact_radius=0.012, arrow_radius=0.006,
                  mesh_colors=True, realtime=False, camera="auto", open_browser=False, timeout=10.0,
-                 root="/meshcat/simstep"):
+                 root="/meshcat/simstep", grid=True, axes=False, anchors=True):
         if not hasattr(world, "model") or not hasattr(world, "q0"):
             raise TypeError(f"MeshcatViewer needs a built simstep World, got {type(world).__name__}")
         if geometry not in ("visual", "collision", "both"):
@@ -179,6 +184,15 @@ class MeshcatViewer:
             self._emit_object(path, data)
         for path, data in self._static_transforms:
             self._emit_transform(path, data)
+        self._emit_property("/Grid", "visible", False)       # meshcat's grid: invisible on a grey ground
+        self._emit_property("/Axes", "visible", bool(axes))
+        if grid:
+            self._emit_object(self.root + "/grid", set_object_bytes(self.root + "/grid", grid_object()))
+        if anchors:
+            for suffix, obj, T in anchor_objects(self.model, world.q0, world_anchors(world)):
+                p = f"{self.root}/anchors/{suffix}"
+                self._emit_object(p, set_object_bytes(p, obj))
+                self._emit_transform(p, pack_transforms([transform_prefix(p)], T[None])[0])
         if camera == "auto":
             self._auto_camera()
         self.display(world.q0)
@@ -491,6 +505,8 @@ class MeshcatViewer:
             raise ValueError(f"fps must be positive, got {fps}")
         if contacts is None and self.show_contacts:
             contacts = getattr(traj, "contacts", None)
+        if dt is None:
+            dt = getattr(traj, "dt", None)       # a recorded Trajectory: impulses → forces (N)
         if contacts is not None and len(contacts) != len(t):
             raise ValueError(f"contacts has {len(contacts)} entries for a trajectory of {len(t)} samples")
         span = t[-1] - t[0]
@@ -558,13 +574,14 @@ class MeshcatViewer:
             self._channel.send("set_animation", "", anim, reliable=True)
         self.flush()
 
-    def export_html(self, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None):
+    def export_html(self, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None, loop=True):
         """Write a self-contained HTML page (meshcat's viewer inline, no server, works from
-        file://): the replay of `traj` with its time slider, or the current scene if traj is None."""
+        file://): the replay of `traj`, looping unless loop=False, with a play/pause button and
+        a time slider at the bottom of the page; or the current scene if traj is None."""
         q = self._last_q
         anim = None
         if traj is not None:
-            anim, q = self._animation(traj, contacts, dt, fps, autoplay, 1)
+            anim, q = self._animation(traj, contacts, dt, fps, autoplay, LOOP_FOREVER if loop else 1)
         rec = self._record.copy()
         if anim is not None:
             rec.animation = anim
@@ -608,7 +625,7 @@ class MeshcatViewer:
         return f"MeshcatViewer(url={self.web_url!r}, bodies={len(self._bodies)}, fps={self.fps:g})"
 
 
-def export_html(world, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None,
+def export_html(world, path, traj=None, contacts=None, dt=None, fps=60.0, autoplay=True, title=None, loop=True,
                 **viewer_options):
     """Self-contained HTML replay of `traj` (or of world.q0) without starting a server.
     contacts: per-sample contact data (turns the overlays on); viewer_options: as for
@@ -616,4 +633,4 @@ def export_html(world, path, traj=None, contacts=None, dt=None, fps=60.0, autopl
     if contacts is not None:
         viewer_options["contacts"] = True
     v = MeshcatViewer(world, server=False, **viewer_options)
-    return v.export_html(path, traj, contacts=contacts, dt=dt, fps=fps, autoplay=autoplay, title=title)
+    return v.export_html(path, traj, contacts=contacts, dt=dt, fps=fps, autoplay=autoplay, title=title, loop=loop)

@@ -172,6 +172,77 @@ def geometry_objects(g, mesh_colors=True, opacity=None):
     raise ValueError(f"geometry '{g.name}': unknown kind '{kind}'")
 
 
+def grid_object(half_size=GROUND_HALF_SIZE, spacing=0.5, z=0.0, rgba=(0.35, 0.35, 0.38, 1.0)):
+    """Grid lines on the plane z (m) every `spacing` m over [-half_size, half_size]²: a
+    meshcat LineSegments object (world frame). Each line is cut into `spacing`-long
+    segments: software WebGL (headless Chromium) drops a segment with an end behind the
+    camera, which would erase the long lines near the viewer."""
+    ticks = np.arange(-half_size, half_size + 0.5 * spacing, spacing)
+    ends = np.stack([ticks[:-1], ticks[1:]], 1).ravel()              # a0, b0, a1, b1, ... along a line
+    u, w = np.repeat(ticks, len(ends)), np.tile(ends, len(ticks))    # (line coordinate, along-line coordinate)
+    zz = np.full(len(u), z)
+    verts = np.concatenate([np.stack([w, u, zz]), np.stack([u, w, zz])], 1).astype(np.float32)
+    return mg.LineSegments(mg.PointsGeometry(verts), mg.LineBasicMaterial(color=_rgba_hex(rgba)))
+
+
+PIVOT_RGBA = (0.25, 0.25, 0.28, 1.0)
+
+
+def anchor_objects(model, q, anchors, pin_radius=0.02, post_radius=0.01, floor=0.0):
+    """Where mechanisms hold on to the world: for each world anchor a pin (a short cylinder
+    along its joint axis, or a ball when it has none) and, above the floor, a post down to
+    it with a foot plate. anchors: list of (body, local point (3,), local axis (3,) or None);
+    body -1 is the world (point and axis in world coordinates). Returns (suffix, Object,
+    T (4, 4) world) triples."""
+    import models
+    oR, op = models.forward_kinematics(model, q)
+    out = []
+    for i, (b, point, axis) in enumerate(anchors):
+        R, p = (np.eye(3), np.zeros(3)) if b < 0 else (oR[b], op[b])
+        c = p + R @ np.asarray(point, float)
+        T = np.eye(4)
+        T[:3, 3] = c
+        if axis is None:
+            out.append((f"pivot{i}", mg.Mesh(mg.Sphere(1.4 * pin_radius), material(PIVOT_RGBA)), T))
+        else:
+            z = R @ np.asarray(axis, float)
+            z = z / np.linalg.norm(z)
+            x = np.cross(z, [1.0, 0, 0] if abs(z[0]) < 0.9 else [0, 1.0, 0])
+            x /= np.linalg.norm(x)
+            T[:3, :3] = np.stack([x, np.cross(z, x), z], 1)
+            out.append((f"pivot{i}", mg.Mesh(mg.Cylinder(6 * pin_radius, pin_radius), material(PIVOT_RGBA)),
+                        T @ _rx90()))
+        h = c[2] - floor
+        if h > 4 * pin_radius:       # a post from the floor up to the pivot, on a foot plate
+            P = np.eye(4)
+            P[:3, 3] = (c[0], c[1], floor + 0.5 * h)
+            out.append((f"post{i}", mg.Mesh(mg.Cylinder(h, post_radius), material(PIVOT_RGBA)), P @ _rx90()))
+            F = np.eye(4)
+            F[:3, 3] = (c[0], c[1], floor + 0.01)
+            out.append((f"foot{i}", mg.Mesh(mg.Box([0.12, 0.12, 0.02]), material(PIVOT_RGBA)), F))
+    return out
+
+
+def world_anchors(world):
+    """Anchors of `anchor_objects`: revolute and prismatic joints to the world (their axis)
+    and loop closures to the world (point closures: a ball; others: a pin along z)."""
+    import models
+    m = world.model
+    out = []
+    for b in range(m.nbodies):
+        if m.parent[b] == -1 and m.jtype[b] in (models.REVOLUTE, models.PRISMATIC):
+            axis = m.jfloat[b, 12:15]
+            out.append((b, np.zeros(3), axis if m.jtype[b] == models.REVOLUTE else None))
+    for c in getattr(world, "constraints", None) or ():
+        for body, placement in ((getattr(c, "body1", None), getattr(c, "placement1", None)),
+                                (getattr(c, "body2", None), getattr(c, "placement2", None))):
+            if placement is not None and body in ("world", -1):
+                kind = getattr(c, "kind", "point")
+                out.append((-1, np.asarray(placement[0], float), None if kind == "point" else
+                            np.asarray(placement[1], float)[:, 2]))
+    return out
+
+
 @functools.lru_cache(maxsize=8)
 def _arrow_mesh(radius):
     """Unit arrow along +z from the origin: shaft to z = 0.78, cone head to z = 1."""
@@ -261,6 +332,45 @@ def _camera_js(camera):
 }})();"""
 
 
+# play/pause and a time slider over the replay, always visible (meshcat's own are in its
+# closed "Animations" panel); shown only when the page has an animation
+_CONTROLS = """<div id="simstep-controls" style="display:none; position:fixed; left:0; right:0; bottom:0;
+  padding:6px 12px; background:rgba(30,30,35,0.75); color:#eee; font:13px sans-serif; align-items:center; gap:10px">
+<button id="simstep-play" style="width:34px; font-size:15px">&#10074;&#10074;</button>
+<input id="simstep-time" type="range" min="0" max="1" step="0.001" value="0" style="flex:1">
+<span id="simstep-label" style="min-width:110px; text-align:right; font-variant-numeric:tabular-nums"></span>
+</div>
+<script>
+(function () {
+  var a = viewer.animator;
+  if (!a || !a.actions || a.actions.length === 0) return;
+  var duration = a.actions.reduce(function (m, x) { return Math.max(m, x.getClip().duration); }, 0);
+  var bar = document.getElementById("simstep-controls"), button = document.getElementById("simstep-play");
+  var slider = document.getElementById("simstep-time"), label = document.getElementById("simstep-label");
+  bar.style.display = "flex";
+  slider.max = duration;
+  function now() { return a.actions.reduce(function (m, x) { return Math.max(m, x.time); }, 0); }
+  function show() {
+    var t = now();
+    if (document.activeElement !== slider) slider.value = t;
+    label.textContent = t.toFixed(2) + " / " + duration.toFixed(2) + " s";
+    button.innerHTML = a.playing ? "&#10074;&#10074;" : "&#9654;";
+    requestAnimationFrame(show);
+  }
+  button.onclick = function () {
+    if (a.playing) { a.pause(); } else { a.play(); }
+    button.blur();
+  };
+  slider.oninput = function () {
+    if (!a.playing) { a.play(); a.pause(); }      // clips active, clock stopped
+    a.seek(parseFloat(slider.value));
+  };
+  slider.onchange = function () { slider.blur(); };
+  show();
+})();
+</script>"""
+
+
 def write_html(path, commands, title="simstep replay", camera=None):
     """Write a self-contained page: meshcat's JS bundle inline and the scene commands as
     base64 msgpack, decoded in order when the page loads. Needs no server nor network.
@@ -301,6 +411,7 @@ var sceneCommands = [
 }})();
 {_camera_js(camera)}
 </script>
+{_CONTROLS}
 </body>
 </html>
 """

@@ -1,0 +1,134 @@
+"""Kernel compilation up front: `python -m simstep warmup`, and the first-run notice.
+
+The numba kernels are compiled on their first call and cached on disk (``__pycache__`` beside
+each module), one specialisation per call signature. `warmup()` steps a small set of scenes
+that together call every kernel signature the simulator and the command line's scenes use
+(boxes, meshes of a URDF robot under joint PD with limits, loop closures and their projection,
+capsules and spheres, SDF springs; a large time step so that the solver iterates), so that a
+later run loads everything from the cache and never compiles in the middle.
+
+`announce_compilation()` installs a numba event listener that prints one line before the
+first kernel compiles; it prints nothing when the caches are warm (loading a kernel from the
+cache is not a compilation).
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+NOTICE = ("compiling kernels, first run only (1-3 min on 2 cores; `python -m simstep warmup` "
+          "compiles them all up front)")
+
+# (scene, scene arguments, dt, steps): each step at a large dt drives the solver through its
+# iterations, the polish and the ρ updates; together they cover the CLI scenes' kernels.
+WARMUP_SCENES = (
+    ("box_stack", dict(n=2), 0.01, 30),
+    ("box_pyramid", dict(layers=2), 0.01, 20),
+    ("humanoid", {}, 0.02, 100),          # falls over: mesh pairs through the library backend
+    ("humanoid", {}, 0.001, 3),
+    ("quadruped", {}, 0.01, 5),
+    ("four_bar", {}, 0.01, 5),
+    ("pendulum_maximal", dict(n_links=3), 0.001, 3),
+    ("swimmer", dict(n_links=3), 0.01, 10),
+    ("cassie", {}, 0.01, 5),
+    ("mjcf", {}, 0.01, 10),               # skipped without the mjcf extra
+)
+
+
+class CompileCounter:
+    """numba compilations (cache misses) from creation on: `count` and `seconds` of the
+    outermost ones, `names` of the kernels compiled (module.function)."""
+
+    def __init__(self):
+        from numba.core import event
+        self.count, self.seconds, self._depth, self._t0 = 0, 0.0, 0, 0.0
+        self.names = []
+        counter = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev):
+                if counter._depth == 0:
+                    counter._t0 = time.perf_counter()
+                    counter.count += 1
+                    f = ev.data["dispatcher"].py_func
+                    counter.names.append(f"{f.__module__}.{f.__name__}")
+                counter._depth += 1
+
+            def on_end(self, ev):
+                counter._depth -= 1
+                if counter._depth == 0:
+                    counter.seconds += time.perf_counter() - counter._t0
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+
+    def close(self):
+        from numba.core import event
+        event.unregister("numba:compile", self._listener)
+
+
+_announced = [False]                  # printed in this process
+_notice = {"listener": None, "message": NOTICE, "file": None}
+
+
+def announce_compilation(file=None, message=NOTICE):
+    """Print `message` (to `file`, default stderr) once, just before the first numba
+    compilation of this process; nothing if every kernel comes from the cache. One listener
+    per process: a later call changes the message and the file."""
+    from numba.core import event
+    _notice["message"], _notice["file"] = message, file
+    if _announced[0] or _notice["listener"] is not None:
+        return
+
+    class _Notice(event.Listener):
+        def on_start(self, ev):
+            if not _announced[0]:
+                _announced[0] = True
+                print(_notice["message"], file=_notice["file"] or sys.stderr, flush=True)
+
+        def on_end(self, ev):
+            pass
+
+    _notice["listener"] = _Notice()
+    event.register("numba:compile", _notice["listener"])
+
+
+def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
+    """Compile (or load from the cache) the kernels of every scene in `scenes` by building it
+    and stepping it; returns the number of kernels compiled (0 when the caches were warm)."""
+    import numpy as np
+
+    import models
+    import scenes as scene_lib
+    from .simulator import Simulator
+
+    out = file or sys.stderr
+    counter = CompileCounter()
+    t_all = time.perf_counter()
+    try:
+        for name, kw, dt, steps in scenes:
+            fn = scene_lib.SCENES[name][0]
+            t0, n0 = time.perf_counter(), counter.count
+            try:
+                world = fn(**kw)
+            except ImportError as e:         # an optional extra (e.g. MuJoCo) is not installed
+                if verbose:
+                    print(f"  {name}: skipped ({e})", file=out, flush=True)
+                continue
+            sim = Simulator(world, dt=dt)
+            traj = sim.run(steps=steps, record=True)
+            sim.contact_wrench(world.model.body_names[-1])
+            if world.model.nv:
+                models.aba(world.model, traj.q[-1], traj.v[-1], np.zeros(world.model.nv))
+                models.rnea(world.model, traj.q[-1], traj.v[-1], np.zeros(world.model.nv))
+                models.crba(world.model, traj.q[-1])
+            if verbose:
+                new = counter.names[n0:]
+                print(f"  {name:18s} {time.perf_counter() - t0:6.1f} s, {len(new)} kernels compiled"
+                      + (f" ({', '.join(new)})" if new else ""), file=out, flush=True)
+    finally:
+        counter.close()
+    if verbose:
+        print(f"warmup: {counter.count} kernels compiled in {time.perf_counter() - t_all:.1f} s "
+              f"({'all were cached' if counter.count == 0 else 'cached for the next runs'})", file=out, flush=True)
+    return counter.count

@@ -47,7 +47,8 @@ def compile_without_literals():
     original = cls.get_call_template
 
     def get_call_template(self, args, kws):
-        if getattr(self.py_func, "__module__", "").split(".")[0] in _PACKAGES:
+        module = getattr(self.py_func, "__module__", None) or ""   # None on generated functions
+        if module.split(".")[0] in _PACKAGES:
             args = tuple(types.unliteral(a) for a in args)
             kws = {k: types.unliteral(a) for k, a in kws.items()}
         return original(self, args, kws)

@@ -89,10 +89,9 @@ def _add_to_parent(Hc, i, par):
                 Hc[par, r, c] += Hc[i, r, c]
 
 
-@njit(cache=True)
-def spd_inverse(D, n, out):
-    """out[:n, :n] = D[:n, :n]⁻¹ for a small SPD block (n ≤ 6) by Cholesky; returns False if not PD."""
-    L = np.zeros((6, 6))
+@njit(cache=True, inline="always")
+def cholesky_into(D, n, L):
+    """L[:n, :n] (lower triangle written) with D[:n, :n] = L Lᵀ; returns False if D is not PD."""
     for j in range(n):
         acc = D[j, j]
         for k in range(j):
@@ -105,6 +104,31 @@ def spd_inverse(D, n, out):
             for k in range(j):
                 acc -= L[i, k] * L[j, k]
             L[i, j] = acc / L[j, j]
+    return True
+
+
+@njit(cache=True, inline="always")
+def cholesky_solve(L, n, b, t, out):
+    """out[:n] = (L Lᵀ)⁻¹ b[:n] by forward substitution into t, then back substitution into out
+    (L lower, as from `cholesky_into`); b, t and out may be the same array (in place)."""
+    for i in range(n):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * t[k]
+        t[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        s = t[i]
+        for k in range(i + 1, n):
+            s -= L[k, i] * out[k]
+        out[i] = s / L[i, i]
+
+
+@njit(cache=True)
+def spd_inverse(D, n, out):
+    """out[:n, :n] = D[:n, :n]⁻¹ for a small SPD block (n ≤ 6) by Cholesky; returns False if not PD."""
+    L = np.zeros((6, 6))
+    if not cholesky_into(D, n, L):
+        return False
     # inverse of L (lower triangular), then out = L⁻ᵀ L⁻¹
     Li = np.zeros((6, 6))
     for j in range(n):

@@ -21,7 +21,7 @@ import models.joints
 import models.kinematics
 import models.spatial
 from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
-from models.dynamics import crba_kernel, rnea_kernel
+from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
 from models.kinematics import kinematics_kernel
 
@@ -143,40 +143,6 @@ def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
 
 
 @njit(cache=True, inline="always")
-def _chol(D, nvi, L):
-    """L (lower) with D[:nvi, :nvi] = L Lᵀ; False if D is not PD."""
-    for j in range(nvi):
-        acc = D[j, j]
-        for k in range(j):
-            acc -= L[j, k] * L[j, k]
-        if not acc > 0.0:
-            return False
-        L[j, j] = np.sqrt(acc)
-        for i in range(j + 1, nvi):
-            acc = D[i, j]
-            for k in range(j):
-                acc -= L[i, k] * L[j, k]
-            L[i, j] = acc / L[j, j]
-    return True
-
-
-@njit(cache=True, inline="always")
-def _chol_solve(L, nvi, x):
-    """x ← D⁻¹ x with D = L Lᵀ (two triangular solves; backward stable where an explicit D⁻¹
-    is not: D carries the μ-sized constraint terms)."""
-    for i in range(nvi):
-        t = x[i]
-        for k in range(i):
-            t -= L[i, k] * x[k]
-        x[i] = t / L[i, i]
-    for i in range(nvi - 1, -1, -1):
-        t = x[i]
-        for k in range(i + 1, nvi):
-            t -= L[k, i] * x[k]
-        x[i] = t / L[i, i]
-
-
-@njit(cache=True, inline="always")
 def _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc):
     """Roll-out at link i (Alg. 1 lines 11–12): q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ
     (D = Lc Lcᵀ)."""
@@ -189,7 +155,7 @@ def _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc):
     w = np.empty(6)
     for k in range(nvi):
         w[k] = u[iv + k] - _dot_col(U, iv + k, acc[i])
-    _chol_solve(Lc[i], nvi, w)
+    cholesky_solve(Lc[i], nvi, w, w, w)
     for k in range(nvi):
         qdd[iv + k] = w[k]
     for r in range(6):
@@ -281,7 +247,9 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
             d = dof[r]
             if iv <= d < iv + nvi:
                 D[d - iv, d - iv] += mu * sg[r] * sg[r]
-        if not _chol(D, nvi, Lc[i]):
+        # D is kept as its Cholesky factor, solved by two triangular solves: backward stable
+        # where an explicit D⁻¹ is not (D carries the μ-sized constraint terms)
+        if not cholesky_into(D, nvi, Lc[i]):
             return False
         for k in range(nvi):
             u[iv + k] -= _dot_col(S, iv + k, pA[i])
@@ -290,7 +258,7 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
             _mv6(IA[i], c[i], h)
             for k in range(nvi):
                 y[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
-            _chol_solve(Lc[i], nvi, y)
+            cholesky_solve(Lc[i], nvi, y, y, y)
             for r in range(6):
                 t = pA[i, r] + h[r]
                 for k in range(nvi):
@@ -342,7 +310,7 @@ def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x
             u[iv + k] += du[iv + k]
             y[k] = du[iv + k]
         if par >= 0:
-            _chol_solve(Lc[i], nvi, y)
+            cholesky_solve(Lc[i], nvi, y, y, y)
             for r in range(6):
                 t = dpA[i, r]
                 for k in range(nvi):
@@ -426,15 +394,8 @@ def prox_dual_kernel(G, b, mu, tol, max_iter, C, tmp, lam):
     res = 0.0
     while it < max_iter and m:
         for r in range(m):
-            t = lam[r] / mu + b[r]
-            for k in range(r):
-                t -= C[r, k] * tmp[k]
-            tmp[r] = t / C[r, r]
-        for r in range(m - 1, -1, -1):
-            t = tmp[r]
-            for k in range(r + 1, m):
-                t -= C[k, r] * lam[k]
-            lam[r] = t / C[r, r]
+            tmp[r] = lam[r] / mu + b[r]
+        cholesky_solve(C, m, tmp, tmp, lam)
         it += 1
         e = G @ lam - b
         res = np.max(np.abs(e))
@@ -488,7 +449,7 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(nvi):
             y[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
-        _chol_solve(Lc[i], nvi, y)
+        cholesky_solve(Lc[i], nvi, y, y, y)
         for x in range(a0, b0):
             r = it_row[x]
             for k in range(nvi):
@@ -499,7 +460,7 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
             for k in range(nvi):
                 Zk[x, k] = Wk[x, k]
                 t += Wk[x, k] * y[k]
-            _chol_solve(Lc[i], nvi, Zk[x])
+            cholesky_solve(Lc[i], nvi, Zk[x], Zk[x], Zk[x])
             for a in range(6):
                 t += KI[x, a] * c[i, a]
             l[r] += t

@@ -12,7 +12,7 @@ import models.dynamics
 import models.joints
 import models.kinematics
 import models.spatial
-from models.dynamics import minv_kernel
+from models.dynamics import cholesky_solve, minv_kernel
 from models.jitcache import drop_stale_cache
 from models.kinematics import velocity_kernel
 
@@ -734,14 +734,4 @@ def dense_factor(dn, dscal, dvec, vec):
 def dense_solve(dn, b, out):
     """out = (G + diag d)⁻¹ b by the two triangular solves with C."""
     G, C, d, t = dn
-    m = G.shape[0]
-    for i in range(m):
-        s = b[i]
-        for k in range(i):
-            s -= C[i, k] * t[k]
-        t[i] = s / C[i, i]
-    for i in range(m - 1, -1, -1):
-        s = t[i]
-        for k in range(i + 1, m):
-            s -= C[k, i] * out[k]
-        out[i] = s / C[i, i]
+    cholesky_solve(C, G.shape[0], b, t, out)

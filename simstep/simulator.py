@@ -609,11 +609,11 @@ class Simulator:
                 st.iterations = self.lcp.last.pivots
             elif self.solver_name == "admm":
                 x0 = self._warm_start(c, k, mrows)
-                # the bodies' incoming constraint velocity J v: a polish's correction of it is left
-                # out of the next warm start (`solvers.admm.rest_impulses_kernel`)
-                jv = None if x0 is None else op.J_apply(v)
+                # the bodies' incoming constraint velocity J v, computed only after a polish: its
+                # correction is left out of the next warm start (`solvers.admm.warm_next_kernel`)
                 res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0,
-                                      max_eigenvalue=self._max_eigenvalue(op, cs), jv=jv)
+                                      max_eigenvalue=self._max_eigenvalue(op, cs),
+                                      jv=None if x0 is None else (lambda: op.J_apply(v)))
                 lam, warm_lam = res.lam, res.warm_next
                 st.iterations, st.converged = res.iterations, res.converged
                 st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual

@@ -355,38 +355,25 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     m = g.shape[0]
     active_set_kernel(kind, start, size, param, lam, sigma, fixed)
     dvec = np.empty(m)
-    b = np.empty(m)
     for r in range(m):
         dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
-        b[r] = 0.0 if fixed[r] else -sigma[r]
     _op_factor(dense, geo, fac, dn, 0.0, dvec, True)
-    x = np.empty(m)
-    _op_solve(dense, geo, fac, ws, dn, b, x)
-    for r in range(m):
-        x[r] = lam[r] if fixed[r] else lam[r] + x[r]
-    project_kernel(kind, start, size, param, x, lam_out)
+    cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, sigma, lam, lam_out)
     s = np.empty(m)
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
                                      sigma_out, s)
 
 
 @njit(cache=True)
-def rest_impulses_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, out):
-    """The impulses of a polish without the part that cancelled the incoming velocity:
-    out = Π_K(λ − Δ_v), Δ_v = −(G_EE + R_c + δ I)⁻¹ (J v)_E on the rows E the polish solved
-    (fixed = 0), 0 on its fixed rows; on the polish's factorisation, still in place (one solve).
-
-    g = J v + g_rest: J v is the velocity the bodies bring into the step, the residual a
-    previous accepted λ left. The polish zeroes it along with the rest, so its λ carries a
-    one-step correction; kept as the next warm start, that correction comes back as a velocity
-    error of the same size with the other sign, and on a settled pile the warm start then fails
-    the tolerance every second step (10-box pyramid: 47% of steps polished). λ − Δ_v balances
-    g_rest alone: the impulse of the equilibrium the step settles into."""
+def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, vel, lam, out):
+    """out = Π_K(λ − Δ) with Δ_E = (G_EE + R_c + δ I)⁻¹ vel_E on the rows E (fixed = 0), Δ = 0 on
+    the fixed rows: the impulse change that cancels the velocities vel (m,) on E, on the
+    factorisation `polish_kernel` sets up (damping δ on E, `big` on the fixed rows)."""
     m = lam.shape[0]
     b = np.empty(m)
     x = np.empty(m)
     for r in range(m):
-        b[r] = 0.0 if fixed[r] else -jv[r]
+        b[r] = 0.0 if fixed[r] else vel[r]
     _op_solve(dense, geo, fac, ws, dn, b, x)
     for r in range(m):
         x[r] = lam[r] if fixed[r] else lam[r] - x[r]
@@ -394,8 +381,25 @@ def rest_impulses_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixe
 
 
 @njit(cache=True)
-def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, ip, fp, lam, sigma, lam_next,
-                hist):
+def warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, out):
+    """The next step's warm start after an accepted polish (λ, its rows `fixed`, its
+    factorisation still in the operator): λ without the part that cancelled the incoming
+    velocity jv = J v.
+
+    g = J v + g_rest: J v is the velocity the bodies bring into the step, the residual a
+    previous accepted λ left. The polish zeroes it along with the rest, so its λ carries a
+    one-step correction; kept as the next warm start, that correction comes back as a velocity
+    error of the same size with the other sign, and on a settled pile the warm start then fails
+    the tolerance every second step (10-box pyramid: 47% of steps polished). The result balances
+    g_rest alone: the impulse of the equilibrium the step settles into. The polish's change
+    was −(G_EE + R_c + δ I)⁻¹ σ_E and σ contains jv, so taking jv's share back out is the
+    change that cancels −jv."""
+    cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, fixed,
+                             -jv, lam, out)
+
+
+@njit(cache=True)
+def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist):
     """The ADMM iterations of the module docstring on one operator, entirely compiled.
 
     state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
@@ -404,7 +408,6 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, 
     ncp, osqp rule, record, polish, Lanczos steps); fp = (τ, μ_prox, tol (m/s), primal/dual
     ratio, ρ exponent, spectral step exponent, L = λ_max(G), ρ_min, α, scaling exponent p,
     λ_max(S G S) if known else 0). x0: warm start, kept if its velocity residual beats λ = 0.
-    jv: the incoming velocity J v (m,) that g contains, or empty.
 
     Scaling: the iterations run on λ̃ = S⁻¹ λ, G̃ = S G S, g̃ = S g with S = `scale_kernel`
     (p > 0), ρ from λ_max(G̃); the warm start, the polish, the stopping test and the returned λ,
@@ -415,11 +418,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, 
     exactly with λ (`velocity_residual_kernel`). That test costs one operator product, so it
     runs when the iteration's own velocity mismatch r_d is below tol and, unless L r_p is too,
     at most every 10 iterations, and every 25 iterations to keep the best point for the cap.
-    Writes λ, σ' and λ_next, the next step's warm start: λ, or after an accepted polish with jv
-    given, λ without its correction of jv (`rest_impulses_kernel`). hist (max_iter, 4) gets (r_p, r_d, r_v, ρ) per iteration if recording
-    (r_v = −1 where not evaluated; r_p, r_d scaled). Returns (iterations, converged, r_p, r_d,
-    r_v, r_c, ρ, ρ updates, warm started, polish solves, the λ_max the iterations used (0 if
-    none ran))."""
+    Writes λ, σ', and in `fixed` (m,) the rows a polish held fixed; hist (max_iter, 4) gets
+    (r_p, r_d, r_v, ρ) per iteration if recording (r_v = −1 where not evaluated; r_p, r_d
+    scaled). Returns (iterations, converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm started,
+    polish solves, the λ_max the iterations used (0 if none ran), polished: λ is an accepted
+    polish, whose factorisation is still in the operator)."""
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
     max_iter, ncp, osqp, record, polish = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0, ip[4] != 0
     eig_iters = ip[5]
@@ -448,9 +451,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, 
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
         lam[:] = x
         sigma[:] = z
-        lam_next[:] = x
-        return 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0
-    fixed = np.empty(m, np.int64)
+        return 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False
     n_polish = 0
     sw = np.empty(m)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
@@ -461,8 +462,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, 
         rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
                              fixed, lam, sigma)
         if rpol[0] <= tol:
-            _next_warm_start(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next)
-            return 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0
+            return 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0, True
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
@@ -545,8 +545,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, 
             if rpol[0] <= tol:
                 lam[:] = xw_p
                 sigma[:] = sw
-                _next_warm_start(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next)
-                return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish, L
+                return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish, L, True
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
             _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
@@ -578,17 +577,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, jv, 
             yp[:], sigma[:] = best_lam, best_sig
             rv, rc = best
     lam[:] = yp
-    lam_next[:] = yp
-    return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L
-
-
-@njit(cache=True)
-def _next_warm_start(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next):
-    """λ_next after an accepted polish: `rest_impulses_kernel` if jv was given, else λ."""
-    if jv.shape[0] == lam.shape[0]:
-        rest_impulses_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, jv, lam, lam_next)
-    else:
-        lam_next[:] = lam
+    return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False
 
 
 def lanczos_max_eigenvalue(matvec, m, iters=20):
@@ -659,6 +648,13 @@ def _kernel_operator(op, m):
     return 1, mf_ph[0], mf_ph[1], mf_ph[2], state
 
 
+def _checked_jv(jv, m):
+    jv = np.ascontiguousarray(jv, dtype=float)
+    if jv.shape != (m,) or not math.isfinite(jv.sum()):
+        raise ValueError(f"jv must be finite with shape ({m},), got shape {jv.shape}")
+    return jv
+
+
 def _operator_state(op, m):
     """(dense, `_kernel_operator`'s parts as one `OperatorState`), the state cached on the
     operator (its ``_kernel_states`` list) while its arrays stay the same objects."""
@@ -691,9 +687,10 @@ class ADMMSolver:
         """Solve the NCP (or its convex relaxation) for λ. compliance: R_c (m,) or None;
         x0: warm start (kept only if its residual beats λ = 0); max_eigenvalue: λ_max(G) if
         the caller has an estimate (else the operator's own estimate is used); jv: the part
-        of g that is the bodies' incoming velocity J v (m,), if known. The result's warm_next
-        is the warm start for the next time step: λ, or after a polish and with jv given, λ
-        without the correction of jv (`rest_impulses_kernel`)."""
+        of g that is the bodies' incoming velocity J v (m,), or a function returning it, called
+        only when it is needed. The result's warm_next is the warm start for the next time
+        step: λ, or after an accepted polish and with jv given, λ without the correction of jv
+        (`warm_next_kernel`)."""
         st = self.settings
         t0 = time.perf_counter()
         g = np.ascontiguousarray(g, dtype=float)
@@ -724,18 +721,22 @@ class ADMMSolver:
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
-        jv = _EMPTY if jv is None else np.ascontiguousarray(jv, dtype=float)
-        if jv.size and (jv.shape != (m,) or not math.isfinite(jv.sum())):
-            raise ValueError(f"jv must be finite with shape ({m},), got shape {jv.shape}")
+        if jv is not None and not callable(jv):
+            jv = _checked_jv(jv, m)
         ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record, st.polish, st.eig_iters], np.int64)
         tol = st.eps_abs + (st.eps_rel * float(np.abs(g).max()) if st.eps_rel > 0 else 0.0)
         fp = np.array([st.tau, st.mu_prox, tol, st.ratio_primal_dual, self.rho_power, st.rho_power_factor, L, mm,
                        st.relaxation, st.scaling, L_scaled])
-        lam, sigma, lam_next = np.empty(m), np.empty(m), np.empty(m)
+        lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter if record else 0, 4))
-        it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L_used = admm_kernel(
+        it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L_used, polished = admm_kernel(
             state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
-            x0, use_x0, jv, ip, fp, lam, sigma, lam_next, hist)
+            x0, use_x0, ip, fp, lam, sigma, fixed, hist)
+        warm_next = lam
+        if polished and jv is not None:
+            jv = _checked_jv(jv(), m) if callable(jv) else jv
+            warm_next = np.empty(m)
+            warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, warm_next)
         if not dense and it > 0:
             op._factored = True
         if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)
@@ -747,4 +748,4 @@ class ADMMSolver:
         return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=bool(converged), primal_residual=rp,
                           dual_residual=rd, complementarity=rc, rho=rho, rho_updates=int(n_updates),
                           max_eigenvalue=L, warm_started=bool(warm), time=time.perf_counter() - t0,
-                          velocity_residual=rv, polish_solves=int(n_polish), history=history, warm_next=lam_next)
+                          velocity_residual=rv, polish_solves=int(n_polish), history=history, warm_next=warm_next)

@@ -190,6 +190,12 @@ def test_next_warm_start_leaves_out_the_correction_of_the_incoming_velocity():
     assert np.abs(G @ r.lam + g - jv).max() > 1e-4            # λ itself would not
     plain = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0)
     assert np.array_equal(plain.warm_next, plain.lam) and np.array_equal(plain.lam, r.lam)
+    # jv as a function: called once after the polish, not at all when the warm start holds
+    calls = []
+    lazy = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, jv=lambda: calls.append(1) or jv)
+    assert calls == [1] and np.array_equal(lazy.warm_next, r.warm_next)
+    held = ADMMSolver().solve(DenseOp(G), g, cones, x0=r.lam, jv=lambda: calls.append(1) or jv)
+    assert held.iterations == 0 and calls == [1] and np.array_equal(held.warm_next, held.lam)
     with pytest.raises(ValueError, match="jv"):
         ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, jv=np.full(g.size, np.nan))
 

@@ -22,6 +22,7 @@ narrow phase. If it fails or is slower, the caller compiles what it needs itself
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
@@ -117,6 +118,7 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
     out = file or sys.stderr
     counter = CompileCounter()
     t_all = time.perf_counter()
+    ahead = start_compile_ahead(*scenes[0][:3]) if scenes else None   # cold: the first scene on two cores
     try:
         for name, kw, dt, steps in scenes:
             fn = scene_lib.SCENES[name][0]
@@ -128,6 +130,8 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
                     print(f"  {name}: skipped ({e})", file=out, flush=True)
                 continue
             sim = Simulator(world, dt=dt)
+            wait_compile_ahead(ahead)
+            ahead = None
             traj = sim.run(steps=steps, record=True)
             sim.contact_wrench(world.model.body_names[-1])
             if world.model.nv:
@@ -139,6 +143,7 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
                 print(f"  {name:18s} {time.perf_counter() - t0:6.1f} s, {len(new)} kernels compiled"
                       + (f" ({', '.join(new)})" if new else ""), file=out, flush=True)
     finally:
+        stop_compile_ahead(ahead)
         counter.close()
     if verbose:
         print(f"warmup: {counter.count} kernels compiled in {time.perf_counter() - t_all:.1f} s "
@@ -215,17 +220,27 @@ def _synthetic_contacts(detector):
     return Contacts(out_i, out_p, out_R, out_s, 1)
 
 
+@contextlib.contextmanager
+def synthetic_collision():
+    """Within: every `CollisionDetector.detect` returns `_synthetic_contacts` (restored after)."""
+    from collision.detector import CollisionDetector
+    real = CollisionDetector.detect
+    CollisionDetector.detect = lambda self, q: _synthetic_contacts(self)
+    try:
+        yield
+    finally:
+        CollisionDetector.detect = real
+
+
 def compile_ahead(scene, kwargs=None, dt=None, steps=3):
-    """The worker of `start_compile_ahead`: build `scene`, replace collision detection by
-    `_synthetic_contacts` in this process, and take `steps` steps (the first compiles the
-    step's kernels, the next ones the warm start's)."""
-    import collision.detector
+    """The worker of `start_compile_ahead`: build `scene` and take `steps` steps under
+    `synthetic_collision` (the first step compiles the step's kernels, the next ones the warm
+    start's)."""
     import scenes as scene_lib
     from .simulator import Simulator
-    collision.detector.CollisionDetector.detect = lambda self, q: _synthetic_contacts(self)
-    world = scene_lib.SCENES[scene][0](**(kwargs or {}))
-    sim = Simulator(world, dt=dt)
-    sim.run(steps=steps)
+    with synthetic_collision():
+        world = scene_lib.SCENES[scene][0](**(kwargs or {}))
+        Simulator(world, dt=dt).run(steps=steps)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["ahead"]:

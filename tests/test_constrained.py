@@ -249,3 +249,47 @@ def test_default_settings_converge_fast(method):
     r = method(model, q, v, tau, cons)
     assert r.iterations <= 5 and r.residual < 1e-10
     assert rel(r.a, a_ref) < 1e-7 and rel(r.lam, lam_ref) < 1e-7
+
+
+# ----------------------------------------------------------------------------- prepared calls
+@pytest.mark.parametrize("algorithm", ["constrainedABA", "proxPV"])
+def test_prepared_object_matches_kkt_at_every_state(algorithm):
+    """One `ConstrainedDynamics` solved at several states (workspaces reused) against the dense
+    KKT oracle at each; a bad input raises with the model's message and leaves no trace."""
+    rng = np.random.default_rng(4)
+    model = _robot("solo12")
+    cons = ROBOT_SETS["solo12"](rng)
+    cd = solvers.ConstrainedDynamics(model, cons, algorithm=algorithm, mu=1e4, tol=1e-12, max_iter=100)
+    for _ in range(3):
+        q, v, tau = _state(model, rng)
+        r = cd.solve(q, v, tau)
+        a_ref, lam_ref = kkt(model, q, v, tau, cons)
+        assert rel(r.a, a_ref) < TOL and rel(r.lam, lam_ref) < TOL
+        assert r.iterations >= 1 and r.residual < 1e-8
+    bad = q.copy()
+    bad[5] = 2.0                                     # the base quaternion is no longer unit
+    with pytest.raises(ValueError, match="quaternion"):
+        cd.solve(bad, v, tau)
+    with pytest.raises(ValueError, match="v contains NaN"):
+        cd.solve(q, np.full(model.nv, np.nan), tau)
+    with pytest.raises(ValueError, match="a_ref"):
+        cd.solve(q, v, tau, a_ref=np.full(cd.m, np.inf))
+    assert np.array_equal(cd.solve(q, v, tau).a, r.a)
+    r2 = cd.solve(list(q), list(v), list(tau))      # converted by the model's checks
+    assert np.array_equal(r2.a, r.a)
+
+
+def test_prepared_object_settings_and_names():
+    rng = np.random.default_rng(0)
+    model = _robot("panda")
+    with pytest.raises(ValueError, match="algorithm"):
+        solvers.ConstrainedDynamics(model, [_weld("panda_link7")], algorithm="aba")
+    with pytest.raises(ValueError, match="mu"):
+        solvers.ConstrainedDynamics(model, [_weld("panda_link7")], mu=0.0)
+    cd = solvers.ConstrainedDynamics(model, [_weld("panda_link7")], tol=0.0, max_iter=3)
+    q, v, tau = _state(model, rng)
+    assert cd.solve(q, v, tau).iterations == 3
+    cd.set_settings(max_iter=50)
+    fn = solvers.constrained_aba(model, q, v, tau, [_weld("panda_link7")])
+    r = cd.solve(q, v, tau)
+    assert np.array_equal(r.a, fn.a) and r.iterations == fn.iterations

@@ -158,6 +158,16 @@ def rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, select):
                 acc[i, r] = acc[par, r] + c[i, r]
             else:
                 acc[i, r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
+        if nvi == 1:                      # the same operations, scalar
+            x = u[iv]
+            for r in range(6):
+                x -= U[r, iv] * acc[i, r]
+            x /= Lc[i, 0, 0]
+            x /= Lc[i, 0, 0]
+            qdd[iv] = x
+            for r in range(6):
+                acc[i, r] += S[r, iv] * x
+            continue
         for k in range(nvi):
             w[k] = u[iv + k] - _dot_col(U, iv + k, acc[i])
         cholesky_solve(Lc[i], nvi, w, w, w)
@@ -204,6 +214,40 @@ def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_bo
 
 
 # --------------------------------------------------------------------------- sweeps
+@njit(cache=True, inline="always")
+def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
+    """The backward step of `articulate_kernel` at a one-dof joint k (scalar D = Sᵀ Iᴬ S + dj,
+    Lcᵢ = √D): the same operations without the small-matrix loops. False if D ≤ 0."""
+    s0, s1, s2, s3, s4, s5 = S[0, k], S[1, k], S[2, k], S[3, k], S[4, k], S[5, k]
+    d = dj
+    for r in range(6):
+        t = (IA[i, r, 0] * s0 + IA[i, r, 1] * s1 + IA[i, r, 2] * s2 + IA[i, r, 3] * s3 + IA[i, r, 4] * s4
+             + IA[i, r, 5] * s5)
+        U[r, k] = t
+        d += S[r, k] * t
+    if not d > 0.0:
+        return False
+    Lc[i, 0, 0] = np.sqrt(d)
+    u[k] -= s0 * pA[i, 0] + s1 * pA[i, 1] + s2 * pA[i, 2] + s3 * pA[i, 3] + s4 * pA[i, 4] + s5 * pA[i, 5]
+    if par < 0:
+        return True
+    # pᴬ_λ += pᴬ + Iᴬ c + U (u − Uᵀ c)/D;  Iᴬ_λ += Iᴬ − U Uᵀ/D
+    y = u[k]
+    for r in range(6):
+        y -= U[r, k] * c[i, r]
+    y /= d
+    for r in range(6):
+        t = pA[i, r] + U[r, k] * y
+        for cc in range(6):
+            t += IA[i, r, cc] * c[i, cc]
+        pA[par, r] += t
+    for r in range(6):
+        w = U[r, k] / d
+        for cc in range(6):
+            IA[par, r, cc] += IA[i, r, cc] - w * U[cc, k]
+    return True
+
+
 @njit(cache=True)
 def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, jrow, kref, lam, mu, c, pA, IA, U,
                       Lc, u):
@@ -237,6 +281,15 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
         u[dof[r]] += sg[r] * (mu * kref[r] - lam[r])
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        if nvi == 1:
+            dj = armature[iv]
+            for j in range(jrow.shape[0]):
+                r = jrow[j]
+                if dof[r] == iv:
+                    dj += mu * sg[r] * sg[r]
+            if not _articulate_one(i, par, iv, dj, S, IA, U, Lc, c, pA, u):
+                return False
+            continue
         for k in range(nvi):
             for r in range(6):
                 t = 0.0
@@ -310,6 +363,17 @@ def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x
             xr = x[krow[e]]
             for a in range(6):
                 dpA[i, a] += K[e, a] * xr
+        if nvi == 1:                      # the same operations, scalar
+            z = du[iv]
+            for r in range(6):
+                z -= S[r, iv] * dpA[i, r]
+            du[iv] = z
+            u[iv] += z
+            if par >= 0:
+                z = z / Lc[i, 0, 0] / Lc[i, 0, 0]
+                for r in range(6):
+                    dpA[par, r] += dpA[i, r] + U[r, iv] * z
+            continue
         for k in range(nvi):
             du[iv + k] -= _dot_col(S, iv + k, dpA[i])
             u[iv + k] += du[iv + k]

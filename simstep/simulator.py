@@ -36,6 +36,7 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .integrator import advance_kernel, body_kinds, free_velocity_kernel
+from .bilateral_step import BilateralStep
 from .lcp_step import LCPContactModel
 from .projection import project_loop_closures
 from .results import StepContacts, StepStats, Trajectory, attach_contacts
@@ -192,13 +193,17 @@ class Simulator:
     contact_model "ncp" (default: exact Coulomb cones, ADMM or PGS) | "lcp" (paper 004: friction
     polyhedra of `friction_directions` edges (default 4), the operational-space LCP solved by
     Lemke's method, impacts by compression/decompression; `simstep.lcp_step`; ``sim.lcp.last``).
+    bilateral "auto" (default) | "solver": steps whose rows are all loop closures (no contacts,
+    limits or joint friction) are solved by constrained articulated-body dynamics
+    (`simstep.bilateral_step`, contact_model "ncp" only) or by the contact solver.
     """
 
     def __init__(self, world: World, dt=None, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
-                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, **solver_settings):
+                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, bilateral="auto",
+                 **solver_settings):
         # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
@@ -210,6 +215,7 @@ class Simulator:
         check_choice("solver", solver, ("admm", "pgs"))
         check_choice("collision_backend", collision_backend, ("coal", "fcl"))
         check_choice("contact_model", contact_model, ("ncp", "lcp"))
+        check_choice("bilateral", bilateral, ("auto", "solver"))
         if friction_directions is not None and contact_model != "lcp":
             raise ValueError("friction_directions (n_f of the friction polyhedra) needs contact_model='lcp'")
         self.margin = 2e-3 if margin is None else check_number("margin", margin, low=0.0)
@@ -289,6 +295,8 @@ class Simulator:
         # paper 004's LCP model (simstep.lcp_step), or None for the exact-cone NCP (ADMM/PGS)
         self.lcp = LCPContactModel(self, friction_directions) if contact_model == "lcp" else None
         self.contact_model = contact_model
+        # steps whose rows are all loop closures: constrained articulated-body dynamics (simstep.bilateral_step)
+        self.bilateral = BilateralStep(self) if bilateral == "auto" and contact_model == "ncp" else None
         self._prev = None          # (q, v) at the last step's start, for `imu`
         self._pd, self._targets = None, {}   # PD targets of set_targets (simstep.control.JointPD)
         self.applied_torque = np.zeros(self.model.nv)   # τ of the last step (actuation − joint damping), N·m or N
@@ -582,7 +590,13 @@ class Simulator:
         mrows = cones.m
         st.ncontacts, st.nrows = k, mrows
         lam = np.zeros(mrows)
-        if mrows:
+        if mrows and self.bilateral is not None and self.bilateral.applies(k, cs):
+            st.time_operator = time.perf_counter() - t0
+            phase[0] = "the bilateral step (constrained articulated-body dynamics)"
+            v_next, lam = self.bilateral.solve(q, v_free, cs, extra_err, st)
+            warm_lam = lam
+            t0 = time.perf_counter()
+        elif mrows:
             Op = MatrixFreeDelassus if self.operator == "matrix_free" else DenseDelassus
             if Op is DenseDelassus:
                 op = Op(m, q, cs, data=d)

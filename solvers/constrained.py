@@ -35,7 +35,7 @@ import numpy as np
 import models
 
 from .constrained_kernels import (SINGULAR, ConstrainedState, bias_chain_kernel, constrained_solve_kernel,
-                                  prepare_kernel, prox_ltl_kernel, supports_kernel)
+                                  impulse_solve_kernel, prepare_kernel, prox_ltl_kernel, supports_kernel)
 from .delassus_kernels import dense_jacobian_kernel, gather_kernel
 from .constraints import as_constraint_set
 
@@ -271,6 +271,22 @@ class ConstrainedDynamics:
         if status:
             self._raise(status, q, v, tau, a_ref)
         return ConstrainedResult(a, lam, it, res)
+
+    def impulse(self, q, v_free, corr):
+        """The velocity-level step of a time-stepping scheme (`impulse_solve_kernel`): Δv (nv,)
+        minimising ½‖Δv‖²_M with J(q)(v_free + Δv) = −corr (corr (m,), m/s), and the impulses
+        lam (m,) (M Δv = Jᵀ lam), as `ConstrainedResult(dv, lam, iterations, residual)` (residual:
+        ‖J Δv + J v_free + corr‖∞, m/s). q (nq,), v_free (nv,), corr: float arrays, trusted (no
+        checks: the caller's own state). Not for constraint sets that couple two moving bodies
+        under "constrainedABA" (use "proxPV")."""
+        if self._graph:
+            raise ValueError("impulse: rows between two moving bodies need algorithm='proxPV'")
+        dv, lam = np.empty(self.nv), np.empty(self.m)
+        status, it, res = impulse_solve_kernel(self._state, self._method, q, v_free, corr, self.mu, self.tol,
+                                               self.max_iter, dv, lam)
+        if status:
+            raise self.model.singular_mass_matrix_error(self._work.op)
+        return ConstrainedResult(dv, lam, it, res)
 
     def _raise(self, status, q, v, tau, a_ref):
         """The model's own message for a bad input (status of `constrained_solve_kernel`)."""

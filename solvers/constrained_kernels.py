@@ -698,3 +698,39 @@ def constrained_solve_kernel(st, method, q, v, tau, a_ref, mu, tol, max_iter, un
     for r in range(lam.shape[0]):
         lam[r] = -lam[r]
     return OK, it, res
+
+
+@njit(cache=True)
+def impulse_solve_kernel(st, method, q, v_free, corr, mu, tol, max_iter, dv, lam):
+    """The velocity-level (impulse) form of `constrained_solve_kernel` for a time step:
+    Δv minimising ½ ‖Δv‖²_M subject to J(q) (v_free + Δv) = −corr, by the same proximal
+    iterations (paper 002 Eq. 2 with a_free = 0, no velocity or gravity terms, and the
+    desired constraint "accelerations" −(J v_free + corr)): constrainedABA (method 0, unary
+    rows) or proxPV (method 1). dv (nv,), lam (m,) out: M Δv = Jᵀ lam (lam: impulses, N·s).
+    q and v_free are trusted (the simulator's state). Returns (status, iterations, residual)."""
+    zero = np.zeros(st.gravity.shape[0])
+    # kinematics, rows K at q and link velocities at v_free (vel); then J v_free
+    prepare_kernel(st.jint, st.jfloat, zero, q, v_free, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
+                   st.dof, corr, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
+                   st.kref)
+    gather_kernel(st.rows, st.vel, v_free, st.e)
+    for r in range(corr.shape[0]):
+        st.kref[r] = -(st.e[r] + corr[r])
+    st.c[:, :] = 0.0
+    st.pA[:, :] = 0.0
+    tau = np.zeros(dv.shape[0])
+    if method == 0:
+        lam[:] = 0.0
+        it, res = caba_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof, st.sg,
+                              st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA, st.IA, st.U,
+                              st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, dv, st.acc, lam)
+    else:
+        it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
+        it, res = pv_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof, st.sg,
+                            st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter, st.c, st.pA,
+                            st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam, dv, st.acc)
+    if it < 0:
+        return SINGULAR, 0, np.inf
+    for r in range(lam.shape[0]):
+        lam[r] = -lam[r]
+    return OK, it, res

@@ -293,3 +293,34 @@ def test_prepared_object_settings_and_names():
     fn = solvers.constrained_aba(model, q, v, tau, [_weld("panda_link7")])
     r = cd.solve(q, v, tau)
     assert np.array_equal(r.a, fn.a) and r.iterations == fn.iterations
+
+
+# ----------------------------------------------------------------------------- velocity-level step
+@pytest.mark.parametrize("algorithm,between_links", [("constrainedABA", False), ("proxPV", False), ("proxPV", True)])
+def test_impulse_step_matches_dense_projection(algorithm, between_links):
+    """`ConstrainedDynamics.impulse`: Δv = argmin ½‖Δv‖²_M s.t. J (v_f + Δv) = −corr, against the
+    dense M-metric projection Δv = M⁻¹Jᵀ G⁺ b, b = −(J v_f + corr), G = J M⁻¹ Jᵀ (G⁺: the
+    pseudo-inverse, so that a redundant set is covered: two welds and a point on one link)."""
+    rng = np.random.default_rng(8)
+    model = random_forest(rng, 12, nroots=1)
+    q = model.integrate(model.neutral(), rng.normal(size=model.nv) * 0.5, 1.0)
+    other = (lambda: int(rng.integers(model.nbodies))) if between_links else (lambda: "world")
+    cons = [LoopClosure(9, place(rng), other(), place(rng), kind="weld"),
+            LoopClosure(5, place(rng), other(), place(rng), kind="point"),
+            LoopClosure(5, place(rng), other(), place(rng), kind="point")]
+    cd = solvers.ConstrainedDynamics(model, cons, algorithm=algorithm, mu=1e4, tol=1e-13, max_iter=500)
+    J = oracle_J(model, q, cons)
+    M = models.crba(model, q)
+    X = np.linalg.solve(M, J.T)
+    G = J @ X
+    for _ in range(2):
+        v_free, corr = rng.normal(size=model.nv), rng.normal(size=J.shape[0]) * 0.1
+        b = -(J @ v_free + corr)
+        if np.linalg.matrix_rank(J) < J.shape[0]:       # keep b consistent (in the range of J)
+            corr = -(J @ v_free) - J @ rng.normal(size=model.nv)
+            b = -(J @ v_free + corr)
+        dv_ref = X @ np.linalg.lstsq(G, b, rcond=1e-12)[0]
+        r = cd.impulse(q, v_free, corr)
+        assert rel(r.a, dv_ref) < TOL, rel(r.a, dv_ref)
+        assert rel(np.linalg.solve(M, J.T @ r.lam), dv_ref) < TOL       # M Δv = Jᵀ lam
+        assert np.max(np.abs(J @ (v_free + r.a) + corr)) < 1e-9 and r.residual < 1e-9

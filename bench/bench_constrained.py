@@ -15,7 +15,10 @@ Pinocchio is installed, the same C++
 constrainedABA on this machine (`pinocchio.lcaba`, the paper's implementation, called from
 Python: its binding's entry included, as ours) with the same constraints and settings.
 
-    python bench/bench_constrained.py [--number 200] [--rounds 15]
+Also (`bench_steps`): the Simulator's bilateral step (`simstep.bilateral_step`) against the ADMM
+on all-bilateral worlds (four-bars, slider-crank, the maximal pendulum between impacts), same run.
+
+    python bench/bench_constrained.py [--number 200] [--rounds 15] [--only table|steps]
 """
 import argparse
 import json
@@ -28,6 +31,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402
 import solvers  # noqa: E402
 from solvers import ConstraintSet, LoopClosure  # noqa: E402
@@ -165,11 +169,53 @@ def plot(rows, path):
     return True
 
 
+def step_scenes():
+    """All-bilateral worlds for the Simulator's bilateral step (name, world)."""
+    import scenes
+    from bench_closure import passive_four_bar
+    return [("passive four-bar (unary)", passive_four_bar()), ("four_bar scene (unary)", scenes.four_bar()),
+            ("slider_crank (between links)", scenes.slider_crank())] + \
+        [(f"maximal pendulum, {n} links", scenes.pendulum_benchmark(n, "maximal")) for n in (2, 6, 12)]
+
+
+def bench_steps(steps, rounds):
+    """Simulator steps with bilateral="auto" (constrainedABA / proxPV) against "solver" (the
+    ADMM) on all-bilateral worlds: CPU µs per step in alternating blocks of `steps` steps, after
+    20 steps of warm-up; the pendulum runs before its first impact (no contacts)."""
+    import simstep
+    print(f"\nSimulator steps of all-bilateral worlds, bilateral='auto' against 'solver' (ADMM); CPU µs per step,"
+          f" median (p95) of {rounds} alternating blocks of {steps} steps")
+    out = []
+    for name, world in step_scenes():
+        sims = {b: simstep.Simulator(world, bilateral=b) for b in ("auto", "solver")}
+        for s in sims.values():
+            s.run(steps=20)
+        used = sims["auto"].bilateral is not None and sims["auto"].bilateral._cd is not None
+        times = {b: [] for b in sims}
+        for _ in range(rounds):
+            for b, s in sims.items():
+                times[b].append(block_us(lambda s=s: s.step(), steps))
+        contacts = max(s.stats.ncontacts for s in sims.values())
+        r = dict(scene=name, rows=sims["solver"].stats.nrows, bilateral_step_used=used, contacts_at_end=contacts,
+                 **{b: dict(median_us=float(np.median(t)), p95_us=float(np.percentile(t, 95))) for b, t in times.items()})
+        r["auto/solver"] = r["auto"]["median_us"] / r["solver"]["median_us"]
+        out.append(r)
+        print(f"  {name:30s} m={r['rows']:3d} {'bilateral step' if used else 'ADMM (kept)':15s} "
+              f"auto {r['auto']['median_us']:7.1f} ({r['auto']['p95_us']:7.1f})  solver {r['solver']['median_us']:7.1f} "
+              f"({r['solver']['p95_us']:7.1f})  ratio {r['auto/solver']:.2f}" + ("  CONTACTS" if contacts else ""),
+              flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--number", type=int, default=200, help="calls per timed block")
     ap.add_argument("--rounds", type=int, default=15, help="alternating blocks per algorithm")
+    ap.add_argument("--only", choices=("table", "steps"), help="only Table II or only the Simulator steps")
     args = ap.parse_args()
+    steps = None if args.only == "table" else bench_steps(50, max(5, args.rounds // 2))
+    if args.only == "steps":
+        return
     rows = []
     print(f"load {open('/proc/loadavg').read().split()[:3]} (2 cores)")
     print(f"{'row':22s} {'n':>3s} {'m':>3s} | {'cABA':>6s} {'PV':>6s} {'LTL':>6s} µs (mean, one-shot functions)"
@@ -193,7 +239,7 @@ def main():
                 note="public calls from Python (input checks included); paper: C++ in Pinocchio, TurboBoost on; "
                      "pinocchio: pinocchio.lcaba called from Python on this machine, same run")
     with open(out, "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        json.dump(dict(meta=meta, rows=rows, simulator_steps=steps), f, indent=1)
     png = out.replace(".json", ".png")
     print(f"wrote {out}" + (f" and {png}" if plot(rows, png) else ""))
     big = [r for r in rows if r["nv"] >= 18]

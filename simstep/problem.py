@@ -121,7 +121,8 @@ def isolated_pairs(body1, body2):
 
 
 class ContactProblem(NamedTuple):
-    """One step's problem (module docstring). m rows: 3 per contact (t1, t2, n), then the rows
+    """One step's problem (module docstring). op is None for a step of loop closures only,
+    solved by `simstep.bilateral_step` (g then holds their stabilisation targets alone). m rows: 3 per contact (t1, t2, n), then the rows
     after the contacts; g (m,) m/s; compliance (m,) or None; x0 (m,) N·s or None; jv: a function
     returning the bodies' incoming constraint velocity J v (m,) (for the next warm start), or
     None without a warm start; max_eigenvalue: λ_max(G) estimate (1/kg); contacts: the detected
@@ -201,6 +202,13 @@ class ProblemAssembler:
         cs, cones, extra_err, limit_rows = self._constraints(c, k, q, v_free, data)
         if not cones.m:
             return None
+        bilateral = self.sim.bilateral
+        if bilateral is not None and bilateral.applies(k, cs):
+            # loop closures only, for `simstep.bilateral_step`: no operator; g holds the rows'
+            # stabilisation targets alone (the step solves J (v_f + Δv) = −g itself)
+            g = np.zeros(cones.m)
+            self._stabilise(g, None, c, 0, v, extra_err, limit_rows)
+            return ContactProblem(cs, cones, None, g, None, None, 0.0, None, c)
         op = self._operator(cs, cones.m, q, data)
         g = op.J_apply(v_free)
         self._stabilise(g, op, c, k, v, extra_err, limit_rows)

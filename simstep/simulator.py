@@ -36,6 +36,7 @@ from solvers.admm import ADMMSettings, ADMMSolver
 from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
+from .bilateral_step import BilateralStep
 from .integrator import advance_kernel, body_kinds, free_velocity_kernel
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
@@ -107,13 +108,17 @@ class Simulator:
     contact_model "ncp" (default: exact Coulomb cones, ADMM or PGS) | "lcp" (paper 004: friction
     polyhedra of `friction_directions` edges (default 4), the operational-space LCP solved by
     Lemke's method, impacts by compression/decompression; `simstep.lcp_step`; ``sim.lcp.last``).
+    bilateral "auto" (default) | "solver": steps whose rows are all loop closures (no contacts,
+    limits or joint friction) are solved by constrained articulated-body dynamics
+    (`simstep.bilateral_step`, contact_model "ncp" only) or by the contact solver.
     """
 
     def __init__(self, world: World, dt=None, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
-                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, **solver_settings):
+                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, bilateral="auto",
+                 **solver_settings):
         # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
@@ -125,6 +130,7 @@ class Simulator:
         check_choice("solver", solver, ("admm", "pgs"))
         check_choice("collision_backend", collision_backend, ("coal", "fcl"))
         check_choice("contact_model", contact_model, ("ncp", "lcp"))
+        check_choice("bilateral", bilateral, ("auto", "solver"))
         if friction_directions is not None and contact_model != "lcp":
             raise ValueError("friction_directions (n_f of the friction polyhedra) needs contact_model='lcp'")
         self.margin = 2e-3 if margin is None else check_number("margin", margin, low=0.0)
@@ -184,6 +190,8 @@ class Simulator:
         # paper 004's LCP model (simstep.lcp_step), or None for the exact-cone NCP (ADMM/PGS)
         self.lcp = LCPContactModel(self, friction_directions) if contact_model == "lcp" else None
         self.contact_model = contact_model
+        # steps whose rows are all loop closures: constrained articulated-body dynamics (simstep.bilateral_step)
+        self.bilateral = BilateralStep(self) if bilateral == "auto" and contact_model == "ncp" else None
         self._prev = None          # (q, v) at the last step's start, for `imu`
         self._pd, self._targets = None, {}   # PD targets of set_targets (simstep.control.JointPD)
         self.applied_torque = np.zeros(self.model.nv)   # τ of the last step (actuation − joint damping), N·m or N
@@ -437,8 +445,8 @@ class Simulator:
         c = self._detect(st)                                        # 1-2 (kinematics: self.data)
         tau_v, v_free = self._free_velocity(tau, st, phase)         # 3
         problem = self._assemble(c, v_free, st, phase)              # 4
-        lam, warm_lam = self._solve(problem, st, phase)             # 5
-        q_next, v_next, d_next = self._integrate(v_free, problem, lam, st, phase)   # 6
+        lam, warm_lam, dv = self._solve(problem, v_free, st, phase)  # 5
+        q_next, v_next, d_next = self._integrate(v_free, problem, lam, dv, st, phase)   # 6
         self._commit(q_next, v_next, d_next, c, lam, warm_lam, tau_v, st)          # 7: nothing fails below
         st.time_total = time.perf_counter() - t_start
         self.stats = st
@@ -481,13 +489,19 @@ class Simulator:
         st.time_operator = time.perf_counter() - t0
         return problem
 
-    def _solve(self, problem, st, phase):
-        """Impulses λ (m,) N·s and the warm start they leave for the next step."""
+    def _solve(self, problem, v_free, st, phase):
+        """Impulses λ (m,) N·s, the warm start they leave for the next step, and their velocity
+        change M⁻¹ Jᵀ λ (nv,) if the solver produced it (the bilateral step), else None."""
         t0 = time.perf_counter()
         if problem is None:
             lam = np.zeros(0)
-            return lam, lam
+            return lam, lam, None
         phase[0] = f"the {self.solver_name.upper()} contact solver"
+        if problem.op is None:        # loop closures only (`ProblemAssembler.build`, `simstep.bilateral_step`)
+            phase[0] = "the bilateral step (constrained articulated-body dynamics)"
+            dv, lam = self.bilateral.solve(self.q, v_free, problem.cs, problem.g, st)
+            st.time_solver = time.perf_counter() - t0
+            return lam, lam, dv
         if self.lcp is not None:
             phase[0] = "the LCP contact model (Lemke)"
             p = problem
@@ -505,15 +519,18 @@ class Simulator:
             lam = warm_lam = res.lam
             st.iterations, st.converged, st.primal_residual = res.iterations, res.converged, res.max_change
         st.time_solver = time.perf_counter() - t0
-        return lam, warm_lam
+        return lam, warm_lam, None
 
-    def _integrate(self, v_free, problem, lam, st, phase):
+    def _integrate(self, v_free, problem, lam, dv, st, phase):
         """v⁺ = v_f + M⁻¹ Jᵀ λ, q⁺ = q ⊕ dt v⁺ (free joints on SO(3) × R³) with v⁺ in the new
         body axes, loop closures projected, and the next step's Data at q⁺."""
         t0 = time.perf_counter()
         m, dt = self.model, self.dt
         phase[0] = "the velocity update"
-        v_next = v_free if problem is None else v_free + problem.op.JT_minv(lam)
+        if problem is None:
+            v_next = v_free
+        else:
+            v_next = v_free + (problem.op.JT_minv(lam) if dv is None else dv)
         phase[0] = "the integration"
         q_next, v_state = np.empty(m.nq), np.empty(m.nv)
         finite = advance_kernel(m.jint, self.q, v_next, dt, q_next, v_state) and math.isfinite(lam.sum())

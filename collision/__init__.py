@@ -1,4 +1,4 @@
-"""Collision detection into contact frames (DESIGN.md conventions).
+"""Collision detection into contact frames (conventions: docs/architecture.md).
 
 ``collision.detect(world, q)`` returns `Contacts` (flat arrays: body1, body2, position,
 frame, distance, friction, restitution, compliance, key, ...) through a `CollisionDetector`

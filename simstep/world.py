@@ -128,7 +128,7 @@ class World:
 
 
 class WorldBuilder:
-    """Assemble free objects, robots and static geometry into a `World` (DESIGN.md)."""
+    """Assemble free objects, robots and static geometry into a `World`."""
 
     def __init__(self, gravity=(0.0, 0.0, -9.81)):
         self.gravity = check_vector("gravity", gravity, 3)

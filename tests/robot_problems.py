@@ -8,11 +8,11 @@ import os
 import numpy as np
 
 import scenes
-from solvers import ContactSet, DenseDelassus, MatrixFreeDelassus
+from snapshots import DATA, Problem
+from solvers import ContactSet
 from solvers.cones import ConeSet
 from solvers.constraints import ConstraintSet, JointFriction, JointLimit
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 _WORLD = {}
 
 
@@ -20,9 +20,9 @@ def names():
     return sorted(os.path.basename(p)[8:-4] for p in glob.glob(os.path.join(DATA, "problem_robots_*.npz")))
 
 
-class RobotProblem:
+class RobotProblem(Problem):
     """model, q, v, constraints (ConstraintSet), cones, g (m,), warm start x0 (m,) or None,
-    L (the simulator's λ_max(G) estimate); operators ``matrix_free()``, ``dense()``."""
+    L (the simulator's λ_max(G) estimate); operators ``matrix_free()``, ``dense()`` (`snapshots.Problem`'s)."""
 
     def __init__(self, name):
         d = np.load(os.path.join(DATA, f"problem_{name}.npz"))
@@ -41,12 +41,6 @@ class RobotProblem:
         self.L = float(d["L"])
         self.ncontacts = len(d["friction"])
         self.iterations = int(d["iterations"])
-
-    def matrix_free(self):
-        return MatrixFreeDelassus(self.model, self.q, self.constraints)
-
-    def dense(self):
-        return DenseDelassus(self.model, self.q, self.constraints)
 
 
 def load(name):

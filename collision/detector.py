@@ -130,11 +130,13 @@ class CollisionDetector:
             for ka, kb in ((K.SPHERE, K.SPHERE), (K.SPHERE, K.BOX), (K.BOX, K.BOX), (K.SPHERE, K.CAPSULE),
                            (K.CAPSULE, K.CAPSULE)):
                 nat[ka, kb] = nat[kb, ka] = K.NATIVE
-            # hulls against hulls, boxes, spheres and capsules: GJK/EPA (a cylinder's curved rim
-            # needs more EPA iterations than the budget for coal's accuracy: left to the library)
-            for k in (K.SPHERE, K.CAPSULE, K.BOX, K.CONVEX):
+            # hulls against hulls and primitives, cylinders against everything: GJK/EPA on
+            # closed-form support functions (the curved rim converges to ~1e-7 m, below coal's)
+            for k in (K.SPHERE, K.CAPSULE, K.CYLINDER, K.BOX, K.CONVEX):
                 nat[K.CONVEX, k] = nat[k, K.CONVEX] = K.NATIVE_GJK
+                nat[K.CYLINDER, k] = nat[k, K.CYLINDER] = K.NATIVE_GJK
         self.native_ok = nat
+        self._pair_cache = self._make_pair_cache()
         # free joints: quaternion slices for the unit check
         free = np.flatnonzero(model.jtype == FREE) if model.nbodies else np.zeros(0, np.int64)
         self._quat_idx = (model.idx_q[free][:, None] + np.arange(3, 7)[None, :]).astype(np.int64)
@@ -156,6 +158,16 @@ class CollisionDetector:
             self._exclude_touching(exclude_at)
 
     # ------------------------------------------------------------------ setup
+    def _make_pair_cache(self):
+        """`kernels.PairCache` rows for the allowed pairs culled by support heights (every
+        kind pair not solved by a closed-form kernel)."""
+        S = self.shapes
+        culled = (self.native_ok[S.kind[:, None], S.kind[None, :]] != K.NATIVE) & (self.allow != 0)
+        a, b = np.nonzero(np.triu(culled, 1))
+        slot = np.full((len(S), len(S)), -1, dtype=np.int64)
+        slot[a, b] = np.arange(len(a))
+        return K.PairCache(slot, np.zeros((len(a) + 1, 3)), np.full((len(a) + 1, 2), -1, dtype=np.int64))
+
     def _alloc_pairs(self, cap):
         self._pairs = np.zeros((cap, 2), dtype=np.int64)
         self._lib = np.zeros(cap, dtype=np.int64)
@@ -258,7 +270,7 @@ class CollisionDetector:
         while True:
             status, npairs, nlib, k = K.detect_kernel(
                 self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
-                S.cverts, S.coff, S.hull, self.allow, self.planes, self.others, self.native_ok, self.margin,
+                S.cverts, S.coff, S.hull, self.allow, self.planes, self.others, self.native_ok, self._pair_cache, self.margin,
                 self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
                 self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
             if status != K.Q_OK:

@@ -24,6 +24,8 @@ reference counting, no allocation), the ones called per pair or per point are in
 allocates (ordered convex-hull faces, sphere–box) runs in NRT kernels outside that loop.
 """
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -48,7 +50,6 @@ drop_stale_cache(__file__, [models.kinematics.__file__, models.joints.__file__, 
 MAXF = 64           # max points of one support feature / clipped polygon
 NDISC = 12          # samples of a cylinder's flat face
 INF_FEATURE = -1    # feature size of a plane (infinite face)
-NEEDS_HULL = -3     # support_feature: an ordered convex-hull face (see support_feature_any)
 
 # rows of the 3-vector workspace V (NV3, 3) shared by the narrow phase and the patch code
 (_VT1, _VT2, _VXA0, _VXAN, _VXB0, _VXBN, _VEX0, _VN, _VPLA0, _VPLA1, _VPLB0, _VPLB1,
@@ -59,13 +60,23 @@ NWS = 9             # rows of the scalar workspace ws (NWS, MAXF); row 8: angles
 # native_ok codes of a kind pair: the library backend, `native_pair`, `convex_pair` (GJK/EPA)
 LIBRARY, NATIVE, NATIVE_GJK = 0, 1, 2
 
+PairCache = namedtuple("PairCache", "slot axis vert")
+PairCache.__doc__ = """Per-pair memory of the last separating direction, kept across calls (time
+coherence: the axis that separated two links at the last step usually still does).
+
+slot (ng, ng) int64: row of the pair (a < b) among the pairs culled by support heights (GJK
+and library pairs), −1 for the others. axis (P, 3): last direction a → b that separated
+the pair or GJK's last normal (zeros: none). vert (P, 2) int64: hull vertices supporting
+a along axis and b along −axis, where the next climbs start (−1: none). It only proves
+separation (exact support heights), so the contacts do not depend on it, only the time."""
+
+
 # detect_kernel status codes
 Q_OK, Q_NOT_FINITE, Q_NOT_UNIT = 0, -1, -2
 
 # Kernels without numba's runtime (see the module docstring and `collision.jitopts`). They
 # cannot allocate nor call a kernel that does (numba refuses to compile them); the allocations
-# stay in the callers (`detect_kernel`, the library-pair kernels, `support_feature_any`,
-# `_sphere_box_pair`, `gjk.convex_pair`).
+# stay in the callers (`detect_kernel`, the library-pair kernels, `_sphere_box_pair`).
 
 
 # ---------------------------------------------------------------- small vector helpers
@@ -103,53 +114,39 @@ def _cprr(A, i, B, j):
     A[i, 2] = B[j, 2]
 
 
-@njit(cache=True, error_model="numpy")
-def tangent_basis(n, ref, t1, t2):
-    """t1 = ref projected on the plane ⟂ n (or a fixed fallback), t2 = n × t1."""
-    d = _dot(ref, n)
-    for k in range(3):
-        t1[k] = ref[k] - d * n[k]
-    nrm = np.sqrt(_dot(t1, t1))
-    if nrm < 0.3:  # ref nearly parallel to n: use the world axis least aligned with n
+@njit(**_NONRT_INLINE)
+def _tangents(n0, n1, n2, r0, r1, r2):
+    """Contact tangents of the unit normal n from a reference r: t1 = r projected on the plane
+    ⟂ n (or, when r is nearly parallel to n, the world axis least aligned with n), t2 = n × t1;
+    as 6 scalars."""
+    d = r0 * n0 + r1 * n1 + r2 * n2
+    a0, a1, a2 = r0 - d * n0, r1 - d * n1, r2 - d * n2
+    nrm = np.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+    if nrm < 0.3:
         ax = 0
-        if abs(n[1]) < abs(n[ax]):
+        if abs(n1) < abs(n0):
             ax = 1
-        if abs(n[2]) < abs(n[ax]):
+        if abs(n2) < abs(n0 if ax == 0 else n1):
             ax = 2
-        for k in range(3):
-            t1[k] = -n[ax] * n[k]
-        t1[ax] += 1.0
-        nrm = np.sqrt(_dot(t1, t1))
-    for k in range(3):
-        t1[k] /= nrm
-    t2[0] = n[1] * t1[2] - n[2] * t1[1]
-    t2[1] = n[2] * t1[0] - n[0] * t1[2]
-    t2[2] = n[0] * t1[1] - n[1] * t1[0]
+        na = n0 if ax == 0 else (n1 if ax == 1 else n2)
+        a0, a1, a2 = -na * n0, -na * n1, -na * n2
+        if ax == 0:
+            a0 += 1.0
+        elif ax == 1:
+            a1 += 1.0
+        else:
+            a2 += 1.0
+        nrm = np.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+    a0, a1, a2 = a0 / nrm, a1 / nrm, a2 / nrm
+    return a0, a1, a2, n1 * a2 - n2 * a1, n2 * a0 - n0 * a2, n0 * a1 - n1 * a0
 
 
 @njit(**_NONRT)
 def _tangent_basis_v(V, i_n, i_ref, i_t1, i_t2):
-    """`tangent_basis` on rows of V: n = V[i_n], ref = V[i_ref] into t1 = V[i_t1], t2 = V[i_t2]
-    (same arithmetic; the four rows must be distinct)."""
-    d = _dotrr(V, i_ref, V, i_n)
-    for k in range(3):
-        V[i_t1, k] = V[i_ref, k] - d * V[i_n, k]
-    nrm = np.sqrt(_dotrr(V, i_t1, V, i_t1))
-    if nrm < 0.3:
-        ax = 0
-        if abs(V[i_n, 1]) < abs(V[i_n, ax]):
-            ax = 1
-        if abs(V[i_n, 2]) < abs(V[i_n, ax]):
-            ax = 2
-        for k in range(3):
-            V[i_t1, k] = -V[i_n, ax] * V[i_n, k]
-        V[i_t1, ax] += 1.0
-        nrm = np.sqrt(_dotrr(V, i_t1, V, i_t1))
-    for k in range(3):
-        V[i_t1, k] /= nrm
-    V[i_t2, 0] = V[i_n, 1] * V[i_t1, 2] - V[i_n, 2] * V[i_t1, 1]
-    V[i_t2, 1] = V[i_n, 2] * V[i_t1, 0] - V[i_n, 0] * V[i_t1, 2]
-    V[i_t2, 2] = V[i_n, 0] * V[i_t1, 1] - V[i_n, 1] * V[i_t1, 0]
+    """`_tangents` on rows of V: n = V[i_n], ref = V[i_ref] into t1 = V[i_t1], t2 = V[i_t2]
+    (the four rows must be distinct)."""
+    V[i_t1, 0], V[i_t1, 1], V[i_t1, 2], V[i_t2, 0], V[i_t2, 1], V[i_t2, 2] = _tangents(
+        V[i_n, 0], V[i_n, 1], V[i_n, 2], V[i_ref, 0], V[i_ref, 1], V[i_ref, 2])
 
 
 # ---------------------------------------------------------------- placements, AABBs
@@ -240,55 +237,6 @@ def broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pair
 
 
 # ---------------------------------------------------------------- support features
-@njit(cache=True, error_model="numpy")
-def _hull2d(pts, m, t1, t2, out):
-    """Order the m 3-D points `pts` as a convex polygon in the plane (t1, t2) (monotone
-    chain, counter-clockwise); writes the hull into out and returns its size."""
-    u = np.empty(m)
-    v = np.empty(m)
-    for i in range(m):
-        u[i] = _dotr(pts, i, t1)
-        v[i] = _dotr(pts, i, t2)
-    order = np.argsort(u, kind="mergesort")
-    for i in range(1, m):  # ties in u: order by v (insertion sort, near-sorted input)
-        j = i
-        while j > 0 and u[order[j - 1]] == u[order[j]] and v[order[j - 1]] > v[order[j]]:
-            order[j - 1], order[j] = order[j], order[j - 1]
-            j -= 1
-    hull = np.empty(2 * m + 1, dtype=np.int64)
-    h = 0
-    for ii in range(m):
-        i = order[ii]
-        while h >= 2:
-            o, a = hull[h - 2], hull[h - 1]
-            cr = (u[a] - u[o]) * (v[i] - v[o]) - (v[a] - v[o]) * (u[i] - u[o])
-            if cr <= 1e-14:
-                h -= 1
-            else:
-                break
-        hull[h] = i
-        h += 1
-    lower = h + 1
-    for ii in range(m - 2, -1, -1):
-        i = order[ii]
-        while h >= lower:
-            o, a = hull[h - 2], hull[h - 1]
-            cr = (u[a] - u[o]) * (v[i] - v[o]) - (v[a] - v[o]) * (u[i] - u[o])
-            if cr <= 1e-14:
-                h -= 1
-            else:
-                break
-        hull[h] = i
-        h += 1
-    h -= 1  # last point repeats the first
-    if m == 1:
-        h = 1
-    h = min(h, out.shape[0])
-    for i in range(h):
-        out[i] = pts[hull[i]]
-    return h
-
-
 @njit(**_NONRT_INLINE)
 def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
     """`support_feature` of box g (inlined on the box-box and box-plane paths)."""
@@ -350,8 +298,7 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     x·d within `tol` (metres), d = D[i_d]: a vertex, an edge (2 points) or a face (convex
     polygon, ordered); written into out (MAXF, 3). ordered=False (contact with a plane): a
     convex hull's selected vertices unordered, the extreme one first, none dropped as
-    interior. Returns the count; -1 for a plane; NEEDS_HULL for a convex hull's face of
-    more than 2 vertices with ordered=True (`support_feature_any` orders it)."""
+    interior. Returns the count; -1 for a plane."""
     if kind == PLANE:
         return INF_FEATURE
     if kind == SPHERE:
@@ -408,7 +355,7 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     dl2 = gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2]
     m, _ = hull_support_set(g, cverts, hg, dl0, dl1, dl2, tol)
     if m > 2 and ordered:
-        return NEEDS_HULL
+        return _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out)
     # unordered: the extreme vertex in the world first (the first in index order on ties),
     # then the others in index order, as many as out holds
     queue = hg.queue
@@ -439,27 +386,80 @@ def _cvert_world(gR, gp, g, cverts, i, k):
     return gp[g, k] + gR[g, k, 0] * cverts[i, 0] + gR[g, k, 1] * cverts[i, 1] + gR[g, k, 2] * cverts[i, 2]
 
 
-@njit(cache=True, error_model="numpy")
-def support_feature_any(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered=True):
-    """`support_feature`, including the ordered face of a convex hull (the hull of the
-    selected vertices in the plane ⟂ d, which allocates: NRT callers only)."""
-    m = support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered)
-    if m != NEEDS_HULL:
-        return m
-    R = gR[g]
-    d = D[i_d].copy()
-    dl0 = R[0, 0] * d[0] + R[1, 0] * d[1] + R[2, 0] * d[2]
-    dl1 = R[0, 1] * d[0] + R[1, 1] * d[1] + R[2, 1] * d[2]
-    dl2 = R[0, 2] * d[0] + R[1, 2] * d[1] + R[2, 2] * d[2]
-    m, _ = hull_support_set(g, cverts, hg, dl0, dl1, dl2, tol)
-    sel = np.empty((m, 3))
+@njit(**_NONRT_INLINE)
+def _before(hg, i, j):
+    """Lexicographic (u, v, index) order of hull face points i, j (`_hull_face`)."""
+    ui, uj = hg.su[i], hg.su[j]
+    if ui != uj:
+        return ui < uj
+    if hg.sv[i] != hg.sv[j]:
+        return hg.sv[i] < hg.sv[j]
+    return i < j
+
+
+@njit(**_NONRT)
+def _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out):
+    """The m hull vertices hg.queue[:m] (global indices, g's support set along d = D[i_d]) as
+    a convex polygon in the plane ⟂ d: Andrew's monotone chain on their projections (u, v) on
+    `_tangents`(d, a generic axis of g), counter-clockwise, collinear points dropped. World points
+    into out (at most out.shape[0]); returns their count. Scratch: hg.su, hg.sv, hg.order,
+    hg.stack (no allocation)."""
+    # reference axis: a generic direction of g's frame (not an axis: a mesh's rows of vertices
+    # along an axis would project to equal u up to rounding, where the chain's sort by u, then
+    # v, misorders them and drops a corner)
+    r0 = gR[g, 0, 0] + 0.3183 * gR[g, 0, 1] + 0.1415 * gR[g, 0, 2]
+    r1 = gR[g, 1, 0] + 0.3183 * gR[g, 1, 1] + 0.1415 * gR[g, 1, 2]
+    r2 = gR[g, 2, 0] + 0.3183 * gR[g, 2, 1] + 0.1415 * gR[g, 2, 2]
+    t10, t11, t12, t20, t21, t22 = _tangents(D[i_d, 0], D[i_d, 1], D[i_d, 2], r0, r1, r2)
+    su, sv, order, hull = hg.su, hg.sv, hg.order, hg.stack
     for j in range(m):
+        i = hg.queue[j]
+        x0, x1, x2 = _cvert_world(gR, gp, g, cverts, i, 0), _cvert_world(gR, gp, g, cverts, i, 1), \
+            _cvert_world(gR, gp, g, cverts, i, 2)
+        su[j] = x0 * t10 + x1 * t11 + x2 * t12
+        sv[j] = x0 * t20 + x1 * t21 + x2 * t22
+        order[j] = j
+    gap = m // 2   # Shell sort (gaps halving) by (u, v, index)
+    while gap > 0:
+        for i in range(gap, m):
+            x = order[i]
+            j = i
+            while j >= gap and _before(hg, x, order[j - gap]):
+                order[j] = order[j - gap]
+                j -= gap
+            order[j] = x
+        gap //= 2
+    h = 0
+    for ii in range(m):
+        i = order[ii]
+        while h >= 2:
+            o, a = hull[h - 2], hull[h - 1]
+            if (su[a] - su[o]) * (sv[i] - sv[o]) - (sv[a] - sv[o]) * (su[i] - su[o]) <= 1e-14:
+                h -= 1
+            else:
+                break
+        hull[h] = i
+        h += 1
+    lower = h + 1
+    for ii in range(m - 2, -1, -1):
+        i = order[ii]
+        while h >= lower:
+            o, a = hull[h - 2], hull[h - 1]
+            if (su[a] - su[o]) * (sv[i] - sv[o]) - (sv[a] - sv[o]) * (su[i] - su[o]) <= 1e-14:
+                h -= 1
+            else:
+                break
+        hull[h] = i
+        h += 1
+    h -= 1  # the last point repeats the first
+    if m == 1:
+        h = 1
+    h = min(h, out.shape[0])
+    for j in range(h):
+        v = hg.queue[hull[j]]
         for k in range(3):
-            sel[j, k] = _cvert_world(gR, gp, g, cverts, hg.queue[j], k)
-    t1 = np.empty(3)
-    t2 = np.empty(3)
-    tangent_basis(d, R[:, 0].copy(), t1, t2)
-    return _hull2d(sel, m, t1, t2, out)
+            out[j, k] = _cvert_world(gR, gp, g, cverts, v, k)
+    return h
 
 
 # ---------------------------------------------------------------- patch construction
@@ -1169,7 +1169,7 @@ def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
         l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2      # d in the geometry frame
         l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2
         l2 = gR[g, 0, 2] * d0 + gR[g, 1, 2] * d1 + gR[g, 2, 2] * d2
-        return c + hull_climb(g, cverts, hg, l0, l1, l2)[1]
+        return c + hull_climb(g, cverts, hg, l0, l1, l2, -1)[1]
     return np.nan
 
 
@@ -1189,22 +1189,58 @@ def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, ma
     """True if the axis between the two geometries' origins, or between their bounding-box
     centres (lc, local), separates them by more than margin (max over a of x·d < min over b of
     x·d − margin |d|): a proof of no contact within the margin, so the pair can skip the
-    library's narrow phase. False when neither axis proves it."""
+    library's narrow phase. False when neither axis proves it. Returns (proved, the last axis
+    tried)."""
     d0 = gp[b, 0] - gp[a, 0]
     d1 = gp[b, 1] - gp[a, 1]
     d2 = gp[b, 2] - gp[a, 2]
     if _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2):
-        return True
+        return True, d0, d1, d2
     for j in range(3):
         d0 += gR[b, 0, j] * lc[b, j] - gR[a, 0, j] * lc[a, j]
         d1 += gR[b, 1, j] * lc[b, j] - gR[a, 1, j] * lc[a, j]
         d2 += gR[b, 2, j] * lc[b, j] - gR[a, 2, j] * lc[a, j]
-    return _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2)
+    return _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2), d0, d1, d2
+
+
+@njit(**_NONRT_INLINE)
+def _height_from(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2, vert, s, j):
+    """`support_height` of g along d; a hull's climb starts at vert[s, j] and leaves its
+    support vertex there."""
+    if kind != CONVEX:
+        return support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2)
+    l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2
+    l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2
+    l2 = gR[g, 0, 2] * d0 + gR[g, 1, 2] * d1 + gR[g, 2, 2] * d2
+    v, h = hull_climb(g, cverts, hg, l0, l1, l2, vert[s, j])
+    vert[s, j] = v
+    return gp[g, 0] * d0 + gp[g, 1] * d1 + gp[g, 2] * d2 + h
+
+
+@njit(**_NONRT_INLINE)
+def separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, pc, s):
+    """True if the pair's cached axis (`PairCache` row s) separates a (below) from b by more
+    than margin; the climbs start at the cached support vertices."""
+    d0, d1, d2 = pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2]
+    dn = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if dn < 1e-9:
+        return False
+    ha = _height_from(gkind[a], a, gsize, gR, gp, cverts, coff, hg, d0, d1, d2, pc.vert, s, 0)
+    hb = _height_from(gkind[b], b, gsize, gR, gp, cverts, coff, hg, -d0, -d1, -d2, pc.vert, s, 1)
+    return ha + hb < -margin * dn
+
+
+@njit(**_NONRT_INLINE)
+def _cache_axis(pc, s, d0, d1, d2):
+    """Remember d as pair row s's separating direction (support vertices unknown)."""
+    pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2] = d0, d1, d2
+    pc.vert[s, 0] = -1
+    pc.vert[s, 1] = -1
 
 
 @njit(**_NONRT)
 def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc, cverts, coff, hg,
-                 native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, V, PA, PB, FA, FB,
+                 native_ok, pc, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, V, PA, PB, FA, FB,
                  ws, keep):
     """Native narrow phase of the candidate pairs from index pi on, contacts appended from
     index k; pairs left to the library backend go to lib_pairs. Stops before a sphere–box
@@ -1215,8 +1251,16 @@ def _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR,
         a, b = pairs[pi, 0], pairs[pi, 1]
         ka, kb = gkind[a], gkind[b]
         if native_ok[ka, kb] != NATIVE:
-            # the library's narrow phase or GJK (culled when the centres' axis separates)
-            if separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin):
+            # the library's narrow phase or GJK, culled when the last separating axis or the
+            # centres' axis separates
+            s = pc.slot[a, b]
+            if s >= 0 and separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, pc, s):
+                pi += 1
+                continue
+            sep, d0, d1, d2 = separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin)
+            if sep:
+                if s >= 0:
+                    _cache_axis(pc, s, d0, d1, d2)
                 pi += 1
                 continue
             if native_ok[ka, kb] == NATIVE_GJK:
@@ -1265,7 +1309,7 @@ def _patch_workspace():
 
 @njit(**_JIT)
 def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff, hg,
-                  allow, planes, others, native_ok, margin, tol, gfric, grest, gcomp,
+                  allow, planes, others, native_ok, pc, margin, tol, gfric, grest, gcomp,
                   oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
     """Input check of q, FK, geometry placements, AABBs, broad phase and the native narrow
     phase.
@@ -1294,13 +1338,17 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
     pi = 0
     while True:
         pi, nlib, k = _narrow_loop(pi, npairs, pairs, lib_pairs, nlib, k, gbody, gkind, gsize, gR, gp, lc,
-                                   cverts, coff, hg, native_ok, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s,
+                                   cverts, coff, hg, native_ok, pc, margin, tol, gfric, grest, gcomp, out_i, out_p, out_R,
+                                   out_s,
                                    V, PA, PB, FA, FB, ws, keep)
         if pi >= npairs:
             break
         a, b = pairs[pi, 0], pairs[pi, 1]  # a sphere–box pair or a GJK pair
         if native_ok[gkind[a], gkind[b]] == NATIVE_GJK:
             m = convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
+            s = pc.slot[a, b]
+            if s >= 0 and m != -2:
+                _cache_axis(pc, s, G[0, 0], G[0, 1], G[0, 2])
             if m == -2:
                 lib_pairs[nlib] = pi
                 nlib += 1
@@ -1314,10 +1362,13 @@ def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts
 
 
 @njit(cache=True, error_model="numpy")
-def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA, FB, ws):
+def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA, FB, ws,
+                       exact):
     """Contact patch of geometries a, b from a normal n = bn[i] (a → b) and one witness pair
     (bwa[i], bwb[i]): the support features along ±n clipped against each other
-    (`build_patch`). Returns the count of point pairs (PA, PB)."""
+    (`build_patch`). exact: the normal is accurate (our GJK/EPA; not python-fcl's libccd, off by
+    up to 0.4 rad on curved pairs), so a one-point feature's witnesses are taken at the exact
+    separation along n. Returns the count of point pairs (PA, PB)."""
     for q in range(3):
         V[_VN, q] = bn[i, q]
         V[_VNEGN, q] = -bn[i, q]
@@ -1327,8 +1378,8 @@ def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bw
         V[_VPLB1, q] = 0.0
         V[_VPAW, q] = bwa[i, q]
         V[_VPBW, q] = bwb[i, q]
-    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
-    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
+    mA = support_feature(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
+    mB = support_feature(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
     if mA == INF_FEATURE:
         for q in range(3):
             V[_VPLA0, q] = gp[a, q]
@@ -1337,7 +1388,37 @@ def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bw
         for q in range(3):
             V[_VPLB0, q] = gp[b, q]
             V[_VPLB1, q] = gR[b, q, 2]
+    # a one-point support feature (a vertex, a curved surface's point) is exact where the
+    # witnesses of an iterative method (GJK's simplex, EPA's face) lie on a chord inside a
+    # curved shape: witnesses from the support features, at their exact separation along n
+    if exact and mA >= 1 and mB >= 1 and (mA == 1 or mB == 1):
+        _exact_witnesses(FA, mA, FB, mB, V)
     return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+
+
+@njit(**_NONRT_INLINE)
+def _exact_witnesses(FA, mA, FB, mB, V):
+    """Witnesses V[_VPAW], V[_VPBW] from the support features FA (along n = V[_VN]) and FB
+    (along -n), one of which is a single point: that point, and the other witness at the
+    exact separation s = min FB·n - max FA·n from it along n (the other feature's support
+    plane)."""
+    ha = -np.inf
+    for i in range(mA):
+        ha = max(ha, _dotrr(FA, i, V, _VN))
+    hb = np.inf
+    for i in range(mB):
+        hb = min(hb, _dotrr(FB, i, V, _VN))
+    s = hb - ha
+    for q in range(3):
+        if mA == 1 and mB == 1:
+            V[_VPAW, q] = FA[0, q]
+            V[_VPBW, q] = FB[0, q]
+        elif mA == 1:
+            V[_VPAW, q] = FA[0, q]
+            V[_VPBW, q] = FA[0, q] + s * V[_VN, q]
+        else:
+            V[_VPBW, q] = FB[0, q]
+            V[_VPAW, q] = FB[0, q] - s * V[_VN, q]
 
 
 @njit(cache=True, error_model="numpy")
@@ -1352,7 +1433,7 @@ def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA
     if sep > margin:
         return 0
     return patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, G[0:1], G[1:2], G[2:3], 0, tol, V, PA,
-                              PB, FA, FB, ws)
+                              PB, FA, FB, ws, True)
 
 
 @njit(cache=True, error_model="numpy")
@@ -1363,7 +1444,7 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, b
     from the support features along n = bn[i] (witnesses bwa[i], bwb[i]) and emit it.
     Returns the new contact count."""
     m = patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, bwa, bwb, i, tol, V, PA, PB, FA,
-                           FB, ws)
+                           FB, ws, False)
     return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                       out_i.shape[1], keep, ws)
 
@@ -1379,8 +1460,8 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, PA, PB,
     for q in range(3):
         V[_VN, q] = bn[i, q]
         V[_VNEGN, q] = -bn[i, q]
-    mA = support_feature_any(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
-    mB = support_feature_any(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
+    mA = support_feature(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
+    mB = support_feature(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
     okA, okB = True, True
     if mA == INF_FEATURE:
         for q in range(3):

@@ -90,7 +90,7 @@ def hull_graph(cverts, coff, ctris):
     """`kernels.HullGraph` of the convex hulls: vertex adjacency from the hull triangles
     (ctris[g]: (nt, 3) local vertex indices of geometry g, None for other kinds) as CSR
     arrays over the global vertex indices of cverts, NSEED seed vertices per hull, and the
-    scratch of the support-set flood fill."""
+    scratch of the support-set flood fill and of the ordered faces."""
     ng = len(ctris)
     nv = cverts.shape[0]
     edges = [np.zeros((0, 2), dtype=np.int64)]
@@ -106,7 +106,8 @@ def hull_graph(cverts, coff, ctris):
     adj_off = np.zeros(nv + 1, dtype=np.int64)
     np.add.at(adj_off, e[:, 0] + 1, 1)
     return HullGraph(np.cumsum(adj_off), np.ascontiguousarray(e[:, 1]), seed, np.zeros(nv, dtype=np.int64),
-                     np.zeros(nv + 1, dtype=np.int64))
+                     np.zeros(nv + 1, dtype=np.int64), np.zeros(nv), np.zeros(nv), np.zeros(nv, dtype=np.int64),
+                     np.zeros(2 * nv + 1, dtype=np.int64))
 
 
 def _positive(g, vals, what):

@@ -260,8 +260,8 @@ def convex_support_reference(verts, R, p, d, tol):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_convex_support_against_numpy(seed, mesh_path):
-    """support_feature on a convex hull (allocation-free: unordered against planes, or at most
-    2 vertices) and support_feature_any (ordered face) select the vertices numpy selects."""
+    """support_feature on a convex hull (unordered against planes, or at most 2 vertices; and
+    the ordered face) selects the vertices numpy selects."""
     verts, tris = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
     rng = np.random.default_rng(seed)
     gR = rotm(rng.normal(size=3))[None].copy()
@@ -281,7 +281,7 @@ def test_convex_support_against_numpy(seed, mesh_path):
             assert m == len(world) and out[0] @ d >= np.max(world @ d) - 1e-12  # an extreme vertex first
             assert np.allclose(np.sort(out[:m], axis=0), np.sort(world, axis=0), atol=1e-12)
             out2 = np.zeros((K.MAXF, 3))
-            m2 = K.support_feature_any(K.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out2, True)
+            m2 = K.support_feature(K.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out2, True)
             if len(world) <= 2:
                 assert m2 == m and np.array_equal(out2[:m2], out[:m])
             else:  # the ordered face: a subset of the selected vertices, their convex hull
@@ -379,7 +379,7 @@ def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
         gR = np.array([rotm(rng.normal(size=3)) for _ in range(3)])
         gp = rng.normal(size=(3, 3)) * 0.12
         for a, b in ((0, 1), (0, 2)):
-            cut = K.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, hg, margin)
+            cut = K.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, hg, margin)[0]
             req, res = coal.DistanceRequest(), coal.DistanceResult()
             dist = coal.distance(shapes[a], coal.Transform3s(gR[a], gp[a]), shapes[b],
                                  coal.Transform3s(gR[b], gp[b]), req, res)

@@ -39,6 +39,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import collision  # noqa: E402
+from collision import kinds  # noqa: E402
 import models  # noqa: E402
 import simstep  # noqa: E402
 
@@ -235,8 +236,7 @@ def _pair_types(det):
     """Pair type of each (a, b) geometry pair: 'hull-plane', 'hull-hull', 'prim-plane',
     'hull-prim', 'prim-prim'."""
     S = det.shapes
-    K = collision.kernels
-    cls = np.where(S.kind == K.PLANE, 0, np.where(S.kind == K.CONVEX, 1, 2))
+    cls = np.where(S.kind == kinds.PLANE, 0, np.where(S.kind == kinds.CONVEX, 1, 2))
     names = {(1, 0): "hull-plane", (0, 1): "hull-plane", (1, 1): "hull-hull", (2, 0): "prim-plane",
              (0, 2): "prim-plane", (1, 2): "hull-prim", (2, 1): "hull-prim", (2, 2): "prim-prim"}
     return {t: np.array([[names.get((cls[i], cls[j])) == t for j in range(len(S))] for i in range(len(S))])

@@ -11,7 +11,7 @@ objects", GDC 2001) grows a polytope inside A − B from GJK's simplex until its
 the origin is on the boundary: that face's normal and distance are the contact normal and
 the depth.
 
-Result convention (as `kernels`): n unit from shape a to shape b, witness points pa, pb on
+Result convention (as `collision.patch`): n unit from shape a to shape b, witness points pa, pb on
 the surfaces, separation (pb − pa) · n (negative = penetration).
 """
 from collections import namedtuple

@@ -20,7 +20,7 @@ indices into ``cverts``; both directions of every hull edge). seed (ng, NSEED) i
 hull geometry the vertices extreme along the 14 directions ±x, ±y, ±z, (±1, ±1, ±1) of its
 frame (starting points of the climb); -1 rows for the other geometries. Scratch of
 `hull_support_set`: queue (NV,) int64, mark (NV+1,) int64 (visit stamps, the last entry
-the current stamp). Scratch of the ordered faces (`kernels._hull_face`): projections su, sv
+the current stamp). Scratch of the ordered faces (`support._hull_face`): projections su, sv
 (NV,), sort order (NV,) int64, monotone-chain stack (2 NV + 1,) int64."""
 NSEED = 14
 

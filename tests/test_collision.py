@@ -453,7 +453,7 @@ def test_backends_agree_on_shallow_pairs(ka, kb, tmp_path):
 
 def _separation_along(det, q, n):
     """Exact separation of geometry 1 above geometry 0 along n (closed-form support heights)."""
-    from collision.kernels import support_height
+    from collision.support import support_height
     S = det.shapes
     gR, gp = det.geometry_placements(q)
     return -(support_height(S.kind[0], 0, S.size, gR, gp, S.cverts, S.coff, S.hull, *n)

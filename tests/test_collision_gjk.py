@@ -93,11 +93,11 @@ def fcl_distance(det, q):
 def support_gap(det, q, n):
     """max over a of x · n − min over b of x · n ... as −(separation along n), by brute force
     on the hull vertices / closed form (through the kernels' support_height)."""
-    import collision.kernels as K
+    from collision import support
     S = det.shapes
     gR, gp = det.geometry_placements(q)
-    ha = K.support_height(S.kind[0], 0, S.size, gR, gp, S.cverts, S.coff, S.hull, *n)
-    hb = K.support_height(S.kind[1], 1, S.size, gR, gp, S.cverts, S.coff, S.hull, *(-n))
+    ha = support.support_height(S.kind[0], 0, S.size, gR, gp, S.cverts, S.coff, S.hull, *n)
+    hb = support.support_height(S.kind[1], 1, S.size, gR, gp, S.cverts, S.coff, S.hull, *(-n))
     return -hb - ha   # separation of b above a along n
 
 
@@ -105,22 +105,22 @@ def on_surface(det, q, g, x):
     """Signed distance of world point x to geometry g's surface (hull: face planes;
     primitives: closed form)."""
     from scipy.spatial import ConvexHull
-    import collision.kernels as K
+    from collision import kinds
     S = det.shapes
     gR, gp = det.geometry_placements(q)
     xl = gR[g].T @ (x - gp[g])
     k, s = S.kind[g], S.size[g]
-    if k == K.CONVEX:
+    if k == kinds.CONVEX:
         eq = ConvexHull(S.convex_vertices(g)).equations
         return np.max(eq[:, :3] @ xl + eq[:, 3])
-    if k == K.BOX:
+    if k == kinds.BOX:
         e = np.abs(xl) - s[:3]
         return np.linalg.norm(np.maximum(e, 0)) + min(e.max(), 0)
-    if k == K.SPHERE:
+    if k == kinds.SPHERE:
         return np.linalg.norm(xl) - s[0]
-    if k == K.CAPSULE:
+    if k == kinds.CAPSULE:
         return np.linalg.norm(xl - [0, 0, np.clip(xl[2], -s[1], s[1])]) - s[0]
-    if k == K.CYLINDER:
+    if k == kinds.CYLINDER:
         e = np.array([np.hypot(xl[0], xl[1]) - s[0], abs(xl[2]) - s[1]])
         return np.linalg.norm(np.maximum(e, 0)) + min(e.max(), 0)
     raise ValueError(k)

@@ -1,8 +1,8 @@
 """`CollisionDetector`: cached collision state of a world, `detect(q)` into flat contact arrays.
 
-Pipeline per call (one numba kernel, `driver.detect_kernel`, then the library for what it
-does not handle): check of q (finite, unit free-joint quaternions) → forward kinematics →
-geometry placements → AABBs (inflated by the margin) → broad phase (sweep and prune on x,
+Pipeline per call: the model's check of q and forward kinematics (skipped when the caller
+passes the placements of its own kinematics, as the simulator does), then one numba kernel,
+`driver.detect_kernel` (and the library for what it does not handle): geometry placements → AABBs (inflated by the margin) → broad phase (sweep and prune on x,
 planes tested against every AABB, a precomputed filter matrix) → proofs of separation →
 narrow phase by pair type (`narrow.pair_table`): planes against anything, spheres and
 capsules by their cores, boxes by SAT, sphere–box in closed form, and every pair with a
@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from models import FREE
+from models.kinematics import fk_kernel, q_status_kernel
 
 from . import driver
 from .kinds import PLANE
@@ -127,9 +128,6 @@ class CollisionDetector:
         self.others = np.flatnonzero(S.kind != PLANE).astype(np.int64)
         self.pair_table = pair_table(self.native)    # pair type of each (kind, kind): `narrow`
         self._pair_cache = self._make_pair_cache()
-        # free joints: quaternion slices for the unit check
-        free = np.flatnonzero(model.jtype == FREE) if model.nbodies else np.zeros(0, np.int64)
-        self._quat_idx = (model.idx_q[free][:, None] + np.arange(3, 7)[None, :]).astype(np.int64)
         n = model.nbodies
         self._oR, self._op = np.zeros((max(n, 1), 3, 3)), np.zeros((max(n, 1), 3))
         self._gR, self._gp = np.zeros((ng, 3, 3)), np.zeros((ng, 3))
@@ -242,30 +240,38 @@ class CollisionDetector:
         return np.flatnonzero(S.body == b)
 
     # ------------------------------------------------------------------ queries
-    def _check_q(self, q):
-        """q as a float array of shape (nq,); finiteness and unit quaternions are checked by
-        the kernel (`_run_kernel`)."""
+    def _placements(self, q, placements):
+        """Body placements (oR (n, 3, 3), op (n, 3)) at q: the caller's (the step's kinematics,
+        `models.Data.oR`/`.op` at q), or forward kinematics here after the model's check of q
+        (finite; unit free-joint and spherical quaternions, unit planar (cos, sin); as
+        `models.Model.check_q`, whose message a rejected q gets)."""
+        model = self.model
+        if placements is not None:
+            oR, op = placements
+            if oR.shape != self._oR.shape or op.shape != self._op.shape:
+                raise CollisionError(f"placements must be (oR {self._oR.shape}, op {self._op.shape}) arrays of the "
+                                     f"bodies at q, got {oR.shape} and {op.shape}")
+            return oR, op
         q = np.asarray(q, dtype=float)
-        if q.shape != (self.model.nq,):
-            raise CollisionError(f"q has shape {q.shape}, expected ({self.model.nq},)")
-        return q
+        if q.shape != (model.nq,):
+            raise CollisionError(f"q has shape {q.shape}, expected ({model.nq},)")
+        if model.nbodies:
+            if q_status_kernel(model.jint, q, 1e-6) != -1:
+                try:
+                    model.check_q(q)
+                except ValueError as e:
+                    raise CollisionError(str(e)) from None
+            fk_kernel(model.jint, model.jfloat, q, self._oR, self._op)
+        return self._oR, self._op
 
-    def _bad_q(self, q, status):
-        if status == driver.Q_NOT_FINITE:
-            raise CollisionError("q contains NaN or inf")
-        nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
-        raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
-
-    def _run_kernel(self, q):
+    def _run_kernel(self, q, placements=None):
+        oR, op = self._placements(q, placements)
         S = self.shapes
         while True:
-            status, npairs, nlib, k = driver.detect_kernel(
-                self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
-                S.cverts, S.coff, S.hull, self.allow, self.planes, self.others, self.pair_table, self._pair_cache, self.margin,
-                self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
-                self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
-            if status != driver.Q_OK:
-                self._bad_q(q, status)
+            npairs, nlib, k = driver.detect_kernel(
+                S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le, S.cverts, S.coff, S.hull, self.allow, self.planes,
+                self.others, self.pair_table, self._pair_cache, self.margin, self.tol, S.friction, S.restitution,
+                S.compliance, oR, op, self._gR, self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
             if npairs > self._pairs.shape[0]:
                 self._alloc_pairs(2 * npairs)
                 continue
@@ -274,10 +280,13 @@ class CollisionDetector:
                 continue
             return npairs, nlib, k
 
-    def detect(self, q):
-        """Contacts (`Contacts`) of the world at configuration q (nq,)."""
-        q = self._check_q(q)
-        npairs, nlib, k = self._run_kernel(q)
+    def detect(self, q, placements=None):
+        """Contacts (`Contacts`) of the world at configuration q (nq,).
+
+        placements: the bodies' world placements at q, (oR (n, 3, 3), op (n, 3)), e.g.
+        ``(data.oR, data.op)`` of a `models.Data` computed at q (the simulator's step): forward
+        kinematics is then not run again, and q is not checked again."""
+        npairs, nlib, k = self._run_kernel(q, placements)
         if nlib:
             lib = self._pairs[self._lib[:nlib]]
             while True:
@@ -291,19 +300,16 @@ class CollisionDetector:
 
     def candidate_pairs(self, q):
         """(p, 2) geometry index pairs (a < b) that pass the filter and the broad phase."""
-        q = self._check_q(q)
         npairs, _, _ = self._run_kernel(q)
         return self._pairs[:npairs].copy()
 
     def geometry_placements(self, q):
         """World placements of all geometries: (R (ng, 3, 3), p (ng, 3))."""
-        q = self._check_q(q)
         self._run_kernel(q)
         return self._gR.copy(), self._gp.copy()
 
     def aabbs(self, q):
         """World AABBs (lo, hi) (ng, 3) of the geometries (not inflated; planes infinite)."""
-        q = self._check_q(q)
         self._run_kernel(q)
         lo, hi = self._lo.copy(), self._hi.copy()
         fin = np.isfinite(lo[:, 0])

@@ -1,6 +1,7 @@
 """The detection driver: one numba call per detection runs the stages in order.
 
-check of q → forward kinematics → geometry placements and AABBs (`broadphase`) → candidate
+(body placements from the caller: the step's kinematics, or `detector` runs FK) → geometry
+placements and AABBs (`broadphase`) → candidate
 pairs (`broadphase`) → per pair: proofs of separation (`midphase`), then the kernel of its
 pair type (`narrow`), and the patch into the output buffers (`patch.emit_patch`). Pairs of a
 type left to the library backend are listed for `collision.backends`.
@@ -14,13 +15,7 @@ never slice, and the scratch is allocated once per detection, here.
 import numpy as np
 from numba import njit
 
-import models.joints
-import models.kinematics
-import models.model
-import models.spatial
 from models.jitcache import drop_stale_cache
-from models.joints import FREE
-from models.kinematics import fk_kernel
 
 from . import broadphase, gjk, hulls, midphase, narrow, patch, support, workspace
 from .broadphase import aabb_kernel, broadphase_kernel, placements_kernel
@@ -31,14 +26,10 @@ from .narrow import PAIR_GJK, PAIR_LIBRARY, PAIR_NONE, narrow_pair
 from .patch import emit_patch
 from .workspace import patch_workspace
 
-# `detect_kernel` compiles in `models.kinematics.fk_kernel` and the stages' kernels
-drop_stale_cache(__file__, [models.kinematics.__file__, models.joints.__file__, models.model.__file__,
-                            models.spatial.__file__, broadphase.__file__, gjk.__file__, hulls.__file__,
+# `detect_kernel` compiles in the stages' kernels
+drop_stale_cache(__file__, [broadphase.__file__, gjk.__file__, hulls.__file__,
                             midphase.__file__, narrow.__file__, patch.__file__, support.__file__,
                             workspace.__file__])
-
-# detect_kernel status codes
-Q_OK, Q_NOT_FINITE, Q_NOT_UNIT = 0, -1, -2
 
 
 @njit(**_NONRT)
@@ -84,43 +75,21 @@ def narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cver
     return nlib, k
 
 
-@njit(cache=True, error_model="numpy")
-def q_status(jint, q):
-    """Q_OK, Q_NOT_FINITE (q has a NaN or inf) or Q_NOT_UNIT (a free joint's quaternion is
-    not unit within 1e-6)."""
-    for i in range(q.shape[0]):
-        if not np.isfinite(q[i]):
-            return Q_NOT_FINITE
-    for i in range(jint.shape[0]):
-        if jint[i, 1] == FREE:
-            iq = jint[i, 2] + 3
-            s = q[iq] * q[iq] + q[iq + 1] * q[iq + 1] + q[iq + 2] * q[iq + 2] + q[iq + 3] * q[iq + 3]
-            if abs(np.sqrt(s) - 1.0) > 1e-6:
-                return Q_NOT_UNIT
-    return Q_OK
-
-
 @njit(**_JIT)
-def detect_kernel(jint, jfloat, q, gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff, hg,
-                  allow, planes, others, table, pc, margin, tol, gfric, grest, gcomp,
-                  oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
-    """Input check of q, FK, geometry placements, AABBs, broad phase and the narrow phase.
+def detect_kernel(gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff, hg, allow, planes, others, table, pc, margin,
+                  tol, gfric, grest, gcomp, oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
+    """Geometry placements from the body placements oR (n, 3, 3), op (n, 3), AABBs, broad
+    phase and the narrow phase.
 
     table (6, 6) uint8: pair type of each kind pair (`narrow.pair_table`); pc: the
-    `midphase.PairCache`. Returns (status, number of candidate pairs, number of library
-    pairs, number of contacts written); status is `q_status` (nothing else is done when it is
-    not Q_OK); counts beyond the buffers mean "grow and call again"."""
-    status = q_status(jint, q)
-    if status != Q_OK:
-        return status, 0, 0, 0
-    if jint.shape[0] > 0:
-        fk_kernel(jint, jfloat, q, oR, op)
+    `midphase.PairCache`. Returns (number of candidate pairs, number of library pairs, number
+    of contacts written); counts beyond the buffers mean "grow and call again"."""
     placements_kernel(gbody, gRl, gpl, oR, op, gR, gp)
     aabb_kernel(gkind, gR, gp, lc, le, margin, lo, hi)
     npairs = broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pairs)
     if npairs > pairs.shape[0]:
-        return Q_OK, npairs, 0, 0
+        return npairs, 0, 0
     nlib, k = narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cverts, coff, hg, table, pc,
                            margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, patch_workspace(), gjk_work(),
                            np.zeros((3, 3)))
-    return Q_OK, npairs, nlib, k
+    return npairs, nlib, k

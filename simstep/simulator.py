@@ -557,7 +557,7 @@ class Simulator:
         q, v = self.q, self.v
         # 1-2. kinematics are in self.data (computed at the end of the previous step); collision
         t0 = time.perf_counter()
-        c = self.detector.detect(q)
+        c = self.detector.detect(q, placements=(d.oR, d.op))   # the placements of self.data (at q)
         k = len(c)
         st.time_collision = time.perf_counter() - t0
         # 3. free velocity: ABA, then free/spherical joints in world-aligned coordinates with the

@@ -5,11 +5,15 @@ configurations). Any change of a native contact (count, order, pair, key, positi
 distance, material) fails `test_native_contacts_unchanged`: regenerate the fingerprints only
 for an intended change of the contact model, never for a speed-up.
 """
+from pathlib import Path
+
 import numpy as np
 import pytest
 import trimesh
 
 import collision
+import models
+import models.joints
 from collision import kinds, midphase, narrow, support, workspace
 import simstep
 from collision import CollisionDetector, CollisionError
@@ -290,15 +294,15 @@ def test_convex_support_against_numpy(seed, mesh_path):
                     assert np.min(np.linalg.norm(world - x, axis=1)) < 1e-12
 
 
-def test_q_checked_in_kernel():
-    """The finite and unit-quaternion checks run in the kernel (no numpy pass over q), with
-    the same errors as before; nothing is computed for a rejected q."""
+def test_q_checked_by_the_model():
+    """q is checked by the model's one check (`models.Model.check_q`: finite, unit free-joint
+    and spherical quaternions), with its message; nothing is computed for a rejected q."""
     w = triangle_scene()
     det = CollisionDetector(w, margin=2e-3)
     c0 = det.detect(w.q0)
     q = w.q0.copy()
     q[7 * 3 + 3:7 * 3 + 7] *= 1.0 + 2e-6
-    with pytest.raises(CollisionError, match="unit, norms"):
+    with pytest.raises(CollisionError, match="not unit"):
         det.detect(q)
     q[7 * 3 + 3:7 * 3 + 7] *= 1.0 / (1.0 + 2e-6)
     det.detect(q)  # within 1e-6 of unit: accepted
@@ -309,6 +313,29 @@ def test_q_checked_in_kernel():
             det.detect(q)
     c1 = det.detect(w.q0)
     assert np.array_equal(c0.position, c1.position) and np.array_equal(c0.key, c1.key)
+
+
+def test_spherical_quaternion_checked():
+    """A spherical (ball) joint's quaternion is checked too (the old kernel's own check missed
+    it); the placements of the caller's kinematics give the same contacts as detect's own."""
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    b.add_mjcf("h", str(Path(__file__).parent / "data" / "mjcf" / "humanoid_tree.xml"), position=(0, 0, 0.05))
+    w = b.build()
+    m = w.model
+    ball = [j for j in range(m.nbodies) if m.jtype[j] == models.joints.SPHERICAL]
+    assert ball
+    det = CollisionDetector(w, margin=2e-3)
+    q = w.q0.copy()
+    iq = m.idx_q[ball[0]]
+    q[iq:iq + 4] = [0.1, 0.0, 0.0, 1.0]
+    with pytest.raises(CollisionError, match="not unit"):
+        det.detect(q)
+    q[iq:iq + 4] /= np.linalg.norm(q[iq:iq + 4])
+    c = det.detect(q)
+    d = models.Data(m).compute(q)
+    c2 = CollisionDetector(w, margin=2e-3).detect(q, placements=(d.oR, d.op))
+    assert len(c) > 0 and np.array_equal(c.key, c2.key) and np.array_equal(c.position, c2.position)
 
 
 def _primitive_points(kind, size, R, p, n=4000, rng=None):

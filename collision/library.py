@@ -2,14 +2,13 @@
 numba call per detection for all the pairs the library solved (a normal and a witness pair,
 or coal's whole patch), through the same support features and patch code as the native
 pairs."""
-import numpy as np
 from numba import njit
 
 import models.jitcache
 
 from . import hulls, patch, support, workspace
 from .jitopts import _JIT
-from .patch import _lift, _newell, _snap, build_patch, emit_patch, patch_along_normal
+from .patch import _lift, _newell, _snap, build_patch, emit_patch, keep_witness, patch_along_normal
 from .kinds import PLANE
 from .support import INF_FEATURE, support_feature
 from .workspace import (_VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VQA, _VQB,
@@ -88,25 +87,9 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, PA, PB,
                     and _lift(FB, mB, V, _VXB0, _VXBN, u, v, V, _VQB)):
                 _cprr(PA, j, V, _VQA)
                 _cprr(PB, j, V, _VQB)
-        dmin = np.inf
-        for j in range(m):
-            dmin = min(dmin, _dotrr(PB, j, V, _VN) - _dotrr(PA, j, V, _VN))
-        if _dotrr(bwb, i, V, _VN) - _dotrr(bwa, i, V, _VN) < dmin - 1e-9:
-            # replace a patch point within the patch tolerance of the witness, else append
-            jb, best = -1, np.inf
-            for j in range(m):
-                e0 = 0.5 * (PA[j, 0] + PB[j, 0] - bwa[i, 0] - bwb[i, 0])
-                e1 = 0.5 * (PA[j, 1] + PB[j, 1] - bwa[i, 1] - bwb[i, 1])
-                e2 = 0.5 * (PA[j, 2] + PB[j, 2] - bwa[i, 2] - bwb[i, 2])
-                en = e0 * V[_VN, 0] + e1 * V[_VN, 1] + e2 * V[_VN, 2]
-                dd = (e0 * e0 + e1 * e1 + e2 * e2) - en ** 2
-                if dd < best:
-                    best, jb = dd, j
-            if best > max(tol, 1e-9) ** 2 and m < PA.shape[0]:
-                jb = m
-                m += 1
-            _cprr(PA, jb, bwa, i)
-            _cprr(PB, jb, bwb, i)
+        _cprr(V, _VPAW, bwa, i)
+        _cprr(V, _VPBW, bwb, i)
+        m = keep_witness(PA, PB, m, V, tol, False)
     return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                       out_i.shape[1], keep, ws)
 

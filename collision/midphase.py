@@ -10,7 +10,7 @@ import models.jitcache
 
 from . import hulls, support
 from .hulls import hull_climb
-from .jitopts import _NONRT_INLINE
+from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import CONVEX
 from .support import support_height
 
@@ -28,7 +28,7 @@ a along axis and b along −axis, where the next climbs start (−1: none). It o
 separation (exact support heights), so the contacts do not depend on it, only the time."""
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2):
     """True if direction d separates geometry a (below) from b (above) by more than margin."""
     dn = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
@@ -39,7 +39,7 @@ def _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d
     return ha + hb < -margin * dn       # nan (a plane) compares False
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin):
     """True if the axis between the two geometries' origins, or between their bounding-box
     centres (lc, local), separates them by more than margin (max over a of x·d < min over b of
@@ -58,7 +58,7 @@ def separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, ma
     return _separated_along(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, d0, d1, d2), d0, d1, d2
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _height_from(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2, vert, s, j):
     """`support_height` of g along d; a hull's climb starts at vert[s, j] and leaves its
     support vertex there."""
@@ -72,7 +72,7 @@ def _height_from(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2, vert, s, 
     return gp[g, 0] * d0 + gp[g, 1] * d1 + gp[g, 2] * d2 + h
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, pc, s):
     """True if the pair's cached axis (`PairCache` row s) separates a (below) from b by more
     than margin; the climbs start at the cached support vertices."""

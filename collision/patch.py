@@ -440,7 +440,45 @@ def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, i_n, bw
     # curved shape: witnesses from the support features, at their exact separation along n
     if exact and mA >= 1 and mB >= 1 and (mA == 1 or mB == 1):
         _exact_witnesses(FA, mA, FB, mB, V)
-    return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+    m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+    if exact:
+        m = keep_witness(PA, PB, m, V, tol, True)
+    return m
+
+
+@njit(**_NONRT)
+def keep_witness(PA, PB, m, V, tol, exact):
+    """The witness pair (V[_VPAW], V[_VPBW]) in the patch (m point pairs PA, PB; normal
+    n = V[_VN]) when it is deeper than every patch point: it replaces the patch point within
+    the patch tolerance of it, else it is appended (a patch's points are lifted onto planes
+    fitted to support features within the tolerance, and may miss the deepest point by up to
+    it). exact: the witness separation is the exact distance along n (GJK/EPA), which no pair
+    of surface points undercuts, so shallower is also clamped up to it. Returns the new m."""
+    dw = _dotrr(V, _VPBW, V, _VN) - _dotrr(V, _VPAW, V, _VN)
+    dmin = np.inf
+    for j in range(m):
+        dj = _dotrr(PB, j, V, _VN) - _dotrr(PA, j, V, _VN)
+        if exact and dj < dw:
+            for q in range(3):
+                PB[j, q] += (dw - dj) * V[_VN, q]
+            dj = dw
+        dmin = min(dmin, dj)
+    if dw < dmin - 1e-9:
+        jb, best = -1, np.inf
+        for j in range(m):
+            e0 = 0.5 * (PA[j, 0] + PB[j, 0] - V[_VPAW, 0] - V[_VPBW, 0])
+            e1 = 0.5 * (PA[j, 1] + PB[j, 1] - V[_VPAW, 1] - V[_VPBW, 1])
+            e2 = 0.5 * (PA[j, 2] + PB[j, 2] - V[_VPAW, 2] - V[_VPBW, 2])
+            en = e0 * V[_VN, 0] + e1 * V[_VN, 1] + e2 * V[_VN, 2]
+            dd = (e0 * e0 + e1 * e1 + e2 * e2) - en ** 2
+            if dd < best:
+                best, jb = dd, j
+        if best > max(tol, 1e-9) ** 2 and m < PA.shape[0]:
+            jb = m
+            m += 1
+        _cprr(PA, jb, V, _VPAW)
+        _cprr(PB, jb, V, _VPBW)
+    return m
 
 
 @njit(**_NONRT_INLINE)

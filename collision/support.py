@@ -248,7 +248,7 @@ def _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out):
     return h
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
     """max over geometry g of x · d (m, d need not be unit) for the kinds with a closed-form
     support (sphere, capsule, cylinder, box) and convex hulls (`hull_climb`); nan for

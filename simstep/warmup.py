@@ -10,9 +10,22 @@ later run loads everything from the cache and never compiles in the middle.
 `announce_compilation()` installs a numba event listener that prints one line before the
 first kernel compiles; it prints nothing when the caches are warm (loading a kernel from the
 cache is not a compilation).
+
+`start_compile_ahead(scene, kwargs, dt)` halves a cold first start on two cores: numba compiles
+in one thread per process, and its on-disk cache is shared, so a worker process compiles the
+kernels of a step after collision detection (dynamics, constraint rows, operators, ADMM,
+integration) while the calling process compiles the collision kernels; the caller then loads
+the worker's kernels from the cache instead of compiling them. The worker steps the same scene
+with `CollisionDetector.detect` replaced by one synthetic contact (`_synthetic_contacts`), so
+it calls the same kernels with the same argument types as a real step and never compiles the
+narrow phase. If it fails or is slower, the caller compiles what it needs itself.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
+import subprocess
 import sys
 import time
 
@@ -105,6 +118,7 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
     out = file or sys.stderr
     counter = CompileCounter()
     t_all = time.perf_counter()
+    ahead = start_compile_ahead(*scenes[0][:3]) if scenes else None   # cold: the first scene on two cores
     try:
         for name, kw, dt, steps in scenes:
             fn = scene_lib.SCENES[name][0]
@@ -116,6 +130,8 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
                     print(f"  {name}: skipped ({e})", file=out, flush=True)
                 continue
             sim = Simulator(world, dt=dt)
+            wait_compile_ahead(ahead)
+            ahead = None
             traj = sim.run(steps=steps, record=True)
             sim.contact_wrench(world.model.body_names[-1])
             if world.model.nv:
@@ -127,8 +143,105 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
                 print(f"  {name:18s} {time.perf_counter() - t0:6.1f} s, {len(new)} kernels compiled"
                       + (f" ({', '.join(new)})" if new else ""), file=out, flush=True)
     finally:
+        stop_compile_ahead(ahead)
         counter.close()
     if verbose:
         print(f"warmup: {counter.count} kernels compiled in {time.perf_counter() - t_all:.1f} s "
               f"({'all were cached' if counter.count == 0 else 'cached for the next runs'})", file=out, flush=True)
     return counter.count
+
+
+def cache_is_cold():
+    """True when the solver's main kernel (`solvers.admm.admm_kernel`) has no valid entry in
+    numba's on-disk cache: a first start (or the first after its source changed)."""
+    try:
+        from solvers.admm import admm_kernel
+        return not admm_kernel._cache._cache_file._load_index()
+    except Exception:           # numba's cache internals moved: assume warm, start no worker
+        return False
+
+
+def start_compile_ahead(scene, kwargs=None, dt=None):
+    """Start a worker process that compiles the post-collision kernels of `scene` (a name of
+    `scenes.SCENES`, scene arguments `kwargs` (picklable), time step `dt`, None: the
+    scene's), or None if the cache is warm, the machine has one core, or the worker cannot be
+    started. Stop it with `stop_compile_ahead` (it exits by itself once done)."""
+    if (os.cpu_count() or 1) < 2 or not cache_is_cold():
+        return None
+    cmd = [sys.executable, "-m", "simstep.warmup", "ahead", pickle.dumps((scene, kwargs or {}, dt)).hex()]
+    try:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=_child_env())
+    except OSError:
+        return None
+
+
+def _child_env():
+    """This process's environment with its import path first, so the worker imports the same tree."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def wait_compile_ahead(proc, timeout=600.0):
+    """Wait (at most `timeout` s) for the worker of `start_compile_ahead` to finish, so that its
+    kernels are loaded from the cache rather than compiled a second time here."""
+    if proc is not None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def stop_compile_ahead(proc):
+    """End the worker of `start_compile_ahead` if it still runs (its finished kernels stay cached)."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _synthetic_contacts(detector):
+    """`collision.Contacts` with one contact point between the first geometry on a moving body
+    and the world, 0.1 mm deep: the array types of a real detection, without running one."""
+    from collision.detector import Contacts
+    import numpy as np
+    shapes = detector.shapes
+    moving = np.flatnonzero(np.asarray(shapes.body) >= 0)
+    g = int(moving[0]) if moving.size else 0
+    out_i = np.zeros((5, 1), dtype=np.int64)
+    out_i[:, 0] = (int(shapes.body[g]), -1, g, g, 4 * g)
+    out_p = np.zeros((1, 3))
+    out_R = np.eye(3)[None].copy()
+    out_s = np.zeros((4, 1))
+    out_s[:, 0] = (-1e-4, 0.5, 0.0, 0.0)      # distance (m), friction, restitution, compliance
+    return Contacts(out_i, out_p, out_R, out_s, 1)
+
+
+@contextlib.contextmanager
+def synthetic_collision():
+    """Within: every `CollisionDetector.detect` returns `_synthetic_contacts` (restored after)."""
+    from collision.detector import CollisionDetector
+    real = CollisionDetector.detect
+    CollisionDetector.detect = lambda self, q: _synthetic_contacts(self)
+    try:
+        yield
+    finally:
+        CollisionDetector.detect = real
+
+
+def compile_ahead(scene, kwargs=None, dt=None, steps=3):
+    """The worker of `start_compile_ahead`: build `scene` and take `steps` steps under
+    `synthetic_collision` (the first step compiles the step's kernels, the next ones the warm
+    start's)."""
+    import scenes as scene_lib
+    from .simulator import Simulator
+    with synthetic_collision():
+        world = scene_lib.SCENES[scene][0](**(kwargs or {}))
+        Simulator(world, dt=dt).run(steps=steps)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["ahead"]:
+    compile_ahead(*pickle.loads(bytes.fromhex(sys.argv[2])))

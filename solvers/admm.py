@@ -162,7 +162,7 @@ def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_pr
     return rp, rd, xn, zn
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam, sigma):
     """σ = (G + R_c) λ + g (m/s) by one product with the operator."""
     _op_matvec(dense, geo, ws, dn, lam, sigma)
@@ -182,7 +182,7 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
     return velocity_residual_kernel(kind, start, size, param, lam, sigma)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _op_factor(dense, geo, fac, dn, dscal, dvec, vec):
     if dense:
         dense_factor(dn, dscal, dvec, vec)
@@ -200,7 +200,7 @@ def _refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
     _op_factor(dense, geo, fac, dn, d, dvec, scaled or has_rc)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _op_matvec(dense, geo, ws, dn, x, out):
     """out = G x on either operator."""
     if dense:
@@ -214,7 +214,7 @@ def _op_matvec(dense, geo, ws, dn, x, out):
         mf_matvec(geo, ws, x, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _op_solve(dense, geo, fac, ws, dn, b, out):
     if dense:
         dense_solve(dn, b, out)
@@ -298,7 +298,7 @@ def _scaled_max_eigenvalue(dense, geo, ws, dn, sc, iters):
     return np.linalg.eigvalsh(T)[-1]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, b, out):
     """out = (G̃ + D̃)⁻¹ rhs for G̃ = S G S, through the operator's (G + S⁻¹ D̃ S⁻¹)⁻¹ (`_refactor`)."""
     for r in range(rhs.shape[0]):

@@ -674,7 +674,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
 #   ws  = (fext, tau, qdd, acc, pA, g, w, y)                sweep workspaces
 #   dense: dn = (G, C, d, t)   G (m, m), C its damped Cholesky factor (lower), d (m,), t (m,)
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mf_factor(geo, fac, dscal, dvec, vec):
     """R⁻¹ = diag(d) (d = dvec if vec else the scalar dscal) and M_R = M + Jᵀ R J factored
     (paper 000 Alg. 4 lines 1–32). A scalar d after the first reuses Σ KᵀK (mode 0)."""
@@ -697,7 +697,7 @@ def mf_factor(geo, fac, dscal, dvec, vec):
                         pair_tr, Hd, Ho, Dj, L, Y)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mf_solve(geo, fac, ws, b, out):
     """out = Λ_R b = (G + diag d)⁻¹ b on the stored factors (paper 000 Eq. 9, Alg. 4 sweeps)."""
     jint, S, H, U, Dinv, armature, rows = geo
@@ -708,7 +708,7 @@ def mf_solve(geo, fac, ws, b, out):
                        qdd, y)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mf_matvec(geo, ws, x, out):
     """out = Λ⁻¹ x = J M⁻¹ Jᵀ x (paper 000 Alg. 1–3, `matvec_kernel`)."""
     jint, S, H, U, Dinv, armature, rows = geo
@@ -716,7 +716,7 @@ def mf_matvec(geo, ws, x, out):
     matvec_kernel(jint, S, U, Dinv, rows, x, out, fext, tau, qdd, acc, pA)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dense_factor(dn, dscal, dvec, vec):
     """C = chol(G + diag d) (lower), the explicit baseline's damped factorisation (O(m³))."""
     G, C, d, t = dn
@@ -730,7 +730,7 @@ def dense_factor(dn, dscal, dvec, vec):
     C[:, :] = np.linalg.cholesky(C)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dense_solve(dn, b, out):
     """out = (G + diag d)⁻¹ b by the two triangular solves with C."""
     G, C, d, t = dn

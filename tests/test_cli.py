@@ -130,3 +130,47 @@ def test_run_writes_a_video_with_contact_arrows(tmp_path, capsys):
     import re
     cmds = [base64.b64decode(c) for c in re.findall(r'^"([A-Za-z0-9+/=]+)",?$', html.read_text(), re.M)]
     assert any(b"simstep_contacts" in c and b"set_animation" in c for c in cmds)   # arrows animated in the replay
+
+
+_AHEAD_CHECK = r"""
+import sys, numba
+from numba.core.registry import CPUDispatcher
+def signatures():
+    out = set()
+    for name, mod in list(sys.modules.items()):
+        if name.split(".")[0] in ("models", "solvers", "simstep", "collision"):
+            for attr, f in vars(mod).items():
+                if isinstance(f, CPUDispatcher):
+                    out |= {(f"{f.py_func.__module__}.{f.__name__}", str(s)) for s in f.signatures}
+    return out
+import scenes, simstep
+from simstep.warmup import compile_ahead
+compile_ahead("box_stack", dict(n=2), 0.01)
+worker = signatures()
+sim = simstep.Simulator(scenes.box_stack(n=2), dt=0.01)
+sim.run(steps=3)
+assert sim.stats.ncontacts > 1
+real = signatures() - worker
+print("WORKER", sorted({k for k, _ in worker}))
+print("REAL", sorted({k for k, _ in real}))
+"""
+
+
+def test_compile_ahead_worker_uses_the_real_steps_signatures():
+    """The first-start worker (`simstep.warmup.compile_ahead`: the scene stepped with one
+    synthetic contact) calls the ADMM, operator, dynamics and integration kernels with every
+    argument type a real run of the scene then uses, and no collision kernel: in a fresh
+    process, after the worker's steps the real steps add kernel signatures of collision only."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _AHEAD_CHECK], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    worker = out.stdout.split("WORKER ")[1].split("\n")[0]
+    real = eval(out.stdout.split("REAL ")[1].split("\n")[0])
+    assert "solvers.admm.admm_kernel" in worker and "simstep.integrator.advance_kernel" in worker
+    assert "collision.kernels.detect_kernel" not in worker
+    assert "collision.kernels.detect_kernel" in real
+    assert all(k.startswith("collision.") for k in real), real

@@ -508,3 +508,41 @@ def test_replay_loops_and_has_visible_controls(tmp_path):
     assert 'id="simstep-play"' in html and 'id="simstep-time"' in html
     once = open(viewer.export_html(w, tmp_path / "once.html", traj, loop=False)).read()
     assert [c for c in decode_commands(once) if c["type"] == "set_animation"][0]["options"]["repetitions"] == 1
+
+
+# ------------------------------------------------------------------ shadows
+def test_shadow_light_frames_the_scene(tmp_path):
+    """A shadow-casting directional light whose orthographic shadow camera (aimed at the world
+    origin, three.js' default target) holds every geometry of the scene and 1 m around it
+    within its near/far range and its square; meshcat's point lights from above are off.
+    shadows=False: neither."""
+    w = box_world()
+    cmds = decode_commands(open(viewer.export_html(w, tmp_path / "s.html")).read())
+    lights = [c for c in cmds if c["type"] == "set_object" and c["path"].endswith("/shadow_light")]
+    assert len(lights) == 1
+    L = lights[0]["object"]["object"]
+    assert L["type"] == "DirectionalLight" and L["castShadow"] is True
+    cam = L["shadow"]["camera"]
+    assert cam["type"] == "OrthographicCamera" and cam["left"] == -cam["right"] and cam["bottom"] == -cam["top"]
+    P = _matrix(L)[:3, 3]
+    assert P[2] > 0                                           # from above
+    axis = -P / np.linalg.norm(P)                             # towards the target (origin)
+    # corners of every geometry's box (planes left out), widened by the 1 m a replay may move
+    oR, op = models.forward_kinematics(w.model, w.q0)
+    pts = []
+    for g in w.geometries:
+        if g.kind == "plane":
+            continue
+        c = oR[g.body] @ np.asarray(g.translation, float) + op[g.body]
+        r = float(np.linalg.norm(np.asarray(g.size, float)))              # beyond the geometry's extent
+        pts += [c + (r + 1.0) * e for e in np.vstack([np.eye(3), -np.eye(3)])]
+    X = np.array(pts) - P
+    depth = X @ axis
+    lateral = np.linalg.norm(X - depth[:, None] * axis, axis=1)
+    assert np.all(depth > cam["near"]) and np.all(depth < cam["far"])
+    assert np.all(lateral < cam["right"])
+    props = {(c["path"], c["property"]): c["value"] for c in cmds if c["type"] == "set_property"}
+    assert props[("/Lights/PointLightNegativeX/<object>", "intensity")] == 0.0
+    assert props[("/Lights/PointLightPositiveX/<object>", "intensity")] == 0.0
+    off = decode_commands(open(viewer.export_html(w, tmp_path / "o.html", shadows=False)).read())
+    assert not [c for c in off if c["path"].endswith("/shadow_light") or "PointLight" in c["path"]]

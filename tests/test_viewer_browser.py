@@ -146,3 +146,32 @@ def test_g1_replay_renders(tmp_path):
         im = im[30:]
         return np.mean((im.max(axis=2) < 0.35) & (im.max(axis=2) - im.min(axis=2) < 0.08))
     assert dark(a) > 0.002 and dark(e) < 0.0005
+
+
+def test_shadow_shows_whether_a_box_touches_the_ground(tmp_path):
+    """The ground darkens where the box's shadow falls (against the same page without the box):
+    for a box resting on the ground the shadow starts at the box's outline, for a box 0.3 m up
+    a band of lit ground separates them."""
+    from scipy import ndimage
+
+    def page(name, z):
+        b = simstep.WorldBuilder()
+        b.add_ground()
+        b.add_box("red", half_extents=(0.2, 0.2, 0.2), position=(0, 0, z), color=RED + (1.0,))
+        v = viewer.MeshcatViewer(b.build(), server=False, grid=False)
+        v.set_camera((1.6, -1.2, 1.4), (0.0, 0.0, 0.2))
+        return pixels(shot("file://" + v.export_html(tmp_path / f"{name}.html"), f"viewer_shadow_{name}.png"))
+
+    empty = page("empty", -5.0)[..., :3].max(axis=2)         # the box under the floor: the bare ground
+
+    def gap(img):
+        """(shadow pixels' share, their least distance in pixels from the box's outline)."""
+        mx, mn = img.max(axis=2), img.min(axis=2)
+        box = ndimage.binary_dilation((mx - mn > 0.5 * mx) & (img[..., 0] > 0.2), iterations=2)  # + its rim
+        shadow = (empty - mx > 0.15) & ~box
+        assert shadow.mean() > 0.001, f"no shadow on the ground ({shadow.mean():.3%} of pixels darker)"
+        return shadow.mean(), ndimage.distance_transform_edt(~box)[shadow].min()
+
+    rest, up = gap(page("rest", 0.2)), gap(page("up", 0.5))
+    assert rest[1] <= 2.0, f"the resting box's shadow starts {rest[1]:.0f} px from it"
+    assert up[1] >= 5.0, f"the raised box's shadow touches it ({up[1]:.0f} px)"

@@ -13,7 +13,8 @@ import models
 from models.spatial import matrices_to_quats_xyzw
 
 from .scene import (SceneRecord, anchor_objects, arrow_object, geometry_objects, grid_object, load_mesh,
-                    point_object, set_object_bytes, set_property_bytes, world_anchors, write_html)
+                    point_object, set_object_bytes, set_property_bytes, shadow_light_object, world_anchors,
+                    write_html)
 from .transport import Channel, ViewerConnectionError, pack, pack_floats32, pack_transforms, transform_prefix
 
 INTERPOLATE_DISCRETE = 2300   # three.js InterpolateDiscrete
@@ -120,13 +121,15 @@ class MeshcatViewer:
     default. open_browser: open the page. timeout (s): server start-up and explicit
     waits; `update` itself never waits for the server or a browser. grid: grid lines on
     the ground (z = 0, every 0.5 m); axes: meshcat's world axes; anchors: pins (and posts
-    down to the floor) where joints and loop closures hold mechanisms to the world.
+    down to the floor) where joints and loop closures hold mechanisms to the world. shadows:
+    a light from above casts the bodies' shadows on the ground (and on each other), so that
+    feet and boxes are seen touching it (`scene.shadow_light_object`).
     """
 
     def __init__(self, world, zmq_url=None, server=True, fps=30.0, geometry="visual", contacts=False,
                  force_scale=0.01, max_arrow=0.6, contact_radius=0.012, arrow_radius=0.006,
                  mesh_colors=True, realtime=False, camera="auto", open_browser=False, timeout=10.0,
-                 root="/meshcat/simstep", grid=True, axes=False, anchors=True):
+                 root="/meshcat/simstep", grid=True, axes=False, anchors=True, shadows=True):
         if not hasattr(world, "model") or not hasattr(world, "q0"):
             raise TypeError(f"MeshcatViewer needs a built simstep World, got {type(world).__name__}")
         if geometry not in ("visual", "collision", "both"):
@@ -184,6 +187,14 @@ class MeshcatViewer:
                 p = f"{self.root}/anchors/{suffix}"
                 self._emit_object(p, set_object_bytes(p, obj))
                 self._emit_transform(p, pack_transforms([transform_prefix(p)], T[None])[0])
+        if shadows:
+            bounds = self._bounds()
+            if bounds is not None:
+                p = self.root + "/shadow_light"
+                # the region that may move in a replay: 1 m beyond the initial scene's sphere
+                self._emit_object(p, set_object_bytes(p, shadow_light_object(bounds[0], bounds[1] + 1.0)))
+                for light in ("PointLightNegativeX", "PointLightPositiveX"):     # it replaces meshcat's
+                    self._emit_property(f"/Lights/{light}/<object>", "intensity", 0.0)   # lights from above
         if camera == "auto":
             self._auto_camera()
         self.display(world.q0)
@@ -467,8 +478,9 @@ class MeshcatViewer:
         self._emit_property("/Cameras/default/rotated/<object>", "position",
                             [float(live[0]), float(live[2]), float(-live[1])])
 
-    def _auto_camera(self, qs=None):
-        """Frame the geometry at the configurations qs (default: q0), seen from the front-right."""
+    def _bounds(self, qs=None):
+        """(center (3,), radius) m of the geometry (planes left out) at the configurations qs
+        (default: q0), or None if there is none."""
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for q in (self.world.q0,) if qs is None else qs:
             oR, op = models.forward_kinematics(self.model, q)
@@ -480,9 +492,15 @@ class MeshcatViewer:
                     c = oR[g.body] @ c + op[g.body]
                 lo, hi = np.minimum(lo, c - r), np.maximum(hi, c + r)
         if not np.all(np.isfinite(lo)):
+            return None
+        return 0.5 * (lo + hi), max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
+
+    def _auto_camera(self, qs=None):
+        """Frame the geometry at the configurations qs (default: q0), seen from the front-right."""
+        bounds = self._bounds(qs)
+        if bounds is None:
             return
-        center = 0.5 * (lo + hi)
-        radius = max(0.5 * float(np.linalg.norm(hi - lo)), 0.05)
+        center, radius = bounds
         direction = np.array([0.7, -1.0, 0.55])
         dist = 0.9 * radius / math.sin(math.radians(75.0 / 2))
         self._place_camera(center + dist * direction / np.linalg.norm(direction), center, auto=True)

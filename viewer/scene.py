@@ -11,7 +11,7 @@ import base64
 import functools
 import html
 import os
-
+import uuid
 import warnings
 
 import numpy as np
@@ -183,6 +183,41 @@ def grid_object(half_size=GROUND_HALF_SIZE, spacing=0.5, z=0.0, rgba=(0.35, 0.35
     zz = np.full(len(u), z)
     verts = np.concatenate([np.stack([w, u, zz]), np.stack([u, w, zz])], 1).astype(np.float32)
     return mg.LineSegments(mg.PointsGeometry(verts), mg.LineBasicMaterial(color=_rgba_hex(rgba)))
+
+
+class _Raw:
+    """A meshcat object given as its three.js JSON (what meshcat-python's classes `lower` to)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def lower(self):
+        return self.data
+
+
+def shadow_light_object(center, radius, intensity=0.6, direction=(-0.4, -0.3, 1.0), map_size=2048):
+    """A directional light that casts shadows on the ground (meshcat's page enables three.js
+    shadow maps and makes every object it loads cast and receive shadows; its own lights do
+    not cast any). center (3,) m, radius m: the region whose shadows are drawn. three.js aims
+    a directional light at its target, the world origin here (the loader does not place
+    targets): the light sits far along `direction` (towards the light, from the origin) and
+    its orthographic shadow camera covers the sphere (center, radius) around that axis."""
+    c = np.asarray(center, float).reshape(3)
+    d = np.asarray(direction, float).reshape(3)
+    d = d / np.linalg.norm(d)
+    reach = float(radius) + float(np.linalg.norm(c))      # the region, seen from the origin
+    dist = 4.0 * reach + 5.0                               # far enough that the rays are parallel
+    M = np.eye(4)
+    M[:3, 3] = dist * d
+    half = reach * 1.05
+    camera = {"uuid": str(uuid.uuid4()), "type": "OrthographicCamera", "left": -half, "right": half,
+              "top": half, "bottom": -half, "near": max(dist - 1.05 * reach, 0.01), "far": dist + 1.05 * reach,
+              "zoom": 1}
+    light = {"uuid": str(uuid.uuid4()), "type": "DirectionalLight", "color": 0xFFFFFF, "intensity": float(intensity),
+             "matrix": M.T.ravel().tolist(), "castShadow": True,
+             "shadow": {"bias": -0.001, "normalBias": 0.01, "radius": 1.5, "mapSize": [map_size, map_size],
+                        "camera": camera}}
+    return _Raw({"metadata": {"version": 4.5, "type": "Object"}, "object": light})
 
 
 PIVOT_RGBA = (0.25, 0.25, 0.28, 1.0)

@@ -77,7 +77,7 @@ def run(world, duration, erp, project):
     for k in range(steps):
         st = sim.step()
         its[k], tp[k], ts[k] = st.projection_iterations, st.time_projection, st.time_total
-        closure = max(closure, max(float(np.linalg.norm(sim._loop_errors(c))) for c in loops))
+        closure = max(closure, max(float(np.linalg.norm(sim.loop_error(c))) for c in loops))
         if k % 10 == 0:       # |J(q⁺) v⁺| of the closure rows (sampled: it builds an operator)
             vres = max(vres, float(np.abs(MatrixFreeDelassus(world.model, sim.q, loops).J_apply(sim.v)).max()))
     return dict(project=project, steps=steps, closure_max=closure, velocity_residual_max=vres,

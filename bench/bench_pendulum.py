@@ -80,7 +80,7 @@ class Run:
                 self.lcp[k], self.impacts = info.lcp_size, self.impacts + (info.impacts > 0)
                 self.rank = max(self.rank, info.rank)
             if k % 100 == 0 and w.constraints:        # hinge drift, sampled (not timed)
-                self.closure = max(self.closure, max(float(np.linalg.norm(sim._loop_errors(c)))
+                self.closure = max(self.closure, max(float(np.linalg.norm(sim.loop_error(c)))
                                                      for c in w.constraints))
 
     def summary(self, duration):

@@ -103,7 +103,7 @@ def swimmer(nlinks, link_length=0.3):
 def pin_model(model):
     """The same kinematic tree in Pinocchio (joint i+1 = our body i; same q and v layout)."""
     import pinocchio as pin
-    from models.model import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
+    from models.layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
     pm = pin.Model()
     for i in range(model.nbodies):
         f = model.jfloat[i]

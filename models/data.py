@@ -6,7 +6,7 @@ placements, world motion subspaces, inertias and the bias-free articulated facto
 """
 import numpy as np
 
-from .dynamics import aba_bias_kernel, aba_factor_kernel, minv_kernel
+from .dynamics import aba_bias_kernel, aba_factor_kernel, aba_refactor_kernel, minv_kernel
 from .kinematics import kinematics_kernel, velocity_kernel
 
 
@@ -29,6 +29,11 @@ class Data:
         self._pA = np.zeros((n, 6))
         self._fzero = np.zeros((n, 6))
         self._u = np.zeros(nv)
+        # bodies without children: their D⁻¹ does not depend on q (`aba_refactor_kernel`), so
+        # it is kept once a factorisation has succeeded
+        self._leaf = np.ones(n, np.bool_)
+        self._leaf[model.jint[:, 0][model.jint[:, 0] >= 0]] = False
+        self._factored = False
 
     def compute(self, q):
         """Kinematics, world S and H, and the articulated factorisation at q (O(n))."""
@@ -39,8 +44,14 @@ class Data:
         m = self.model
         self.q = q
         kinematics_kernel(m.jint, m.jfloat, self.q, self.oR, self.op, self.S, self.H)
-        if not aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv):
+        if self._factored:
+            ok = aba_refactor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv, self._leaf)
+        else:
+            ok = aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv)
+        if not ok:
+            self._factored = False
             raise m.singular_mass_matrix_error(self.op)
+        self._factored = True
         return self
 
     def free_acceleration(self, v, tau, fext, out):

@@ -242,20 +242,23 @@ def crba_diagonal_kernel(jint, jfloat, armature, q, d):
 
 
 @njit(cache=True, inline="always")
-def _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D):
+def _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D, keep):
     """ABA backward step for body i without bias (paper 000 Alg. 2 lines 4 and 7):
-    U = Iᴬ S, D = Sᵀ U + armature, D⁻¹, and Iᴬ_λ += Iᴬ − U D⁻¹ Uᵀ. Returns False if D is not PD."""
+    U = Iᴬ S, D = Sᵀ U + armature, D⁻¹, and Iᴬ_λ += Iᴬ − U D⁻¹ Uᵀ. Returns False if D is not PD.
+    keep: D⁻¹ᵢ already holds (`aba_refactor_kernel`), only U and the parent's update are computed."""
     for k in range(nvi):
         for r in range(6):
             acc = 0.0
             for c in range(6):
                 acc += IA[i, r, c] * S[c, iv + k]
             U[r, iv + k] = acc
-    for k in range(nvi):
-        for l in range(nvi):
-            D[k, l] = _dot_col(S, iv + k, U[:, iv + l])
-        D[k, k] += armature[iv + k]
-    ok = spd_inverse(D, nvi, Dinv[i])
+    ok = True
+    if not keep:
+        for k in range(nvi):
+            for l in range(nvi):
+                D[k, l] = _dot_col(S, iv + k, U[:, iv + l])
+            D[k, k] += armature[iv + k]
+        ok = spd_inverse(D, nvi, Dinv[i])
     if par >= 0:
         for r in range(6):
             for c in range(6):
@@ -279,7 +282,21 @@ def aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
     IA[:, :, :] = H
     ok = True
     for i in range(n - 1, -1, -1):
-        ok &= _articulate(i, jint[i, 0], jint[i, 3], jint[i, 5], S, armature, IA, U, Dinv, D)
+        ok &= _articulate(i, jint[i, 0], jint[i, 3], jint[i, 5], S, armature, IA, U, Dinv, D, False)
+    return ok
+
+
+@njit(**_JIT)
+def aba_refactor_kernel(jint, armature, S, H, IA, U, Dinv, leaf):
+    """`aba_factor_kernel` at a new q on arrays factorised before, keeping D⁻¹ of the leaf
+    bodies (leaf (n,) bool): a body without children has Iᴬ = H, so D = Sᵀ H S + armature is its
+    inertia seen through its joint's local subspace, which does not depend on q."""
+    n = jint.shape[0]
+    D = np.empty((6, 6))
+    IA[:, :, :] = H
+    ok = True
+    for i in range(n - 1, -1, -1):
+        ok &= _articulate(i, jint[i, 0], jint[i, 3], jint[i, 5], S, armature, IA, U, Dinv, D, leaf[i])
     return ok
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from .joints import FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, joint_integrate, joint_subspace_local_into, joint_transform
-from .model import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
+from .layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
 from .spatial import inertia_to_world, motion_to_world, quat_to_rot, skew
 
 _JIT = dict(cache=True)

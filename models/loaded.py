@@ -50,32 +50,6 @@ def finish_model(model, loaded, path):
 
 
 # ----------------------------------------------------------------------------- rotations
-def quat_wxyz_to_rot(q):
-    """Rotation matrix of the quaternion (w, x, y, z) (normalised first)."""
-    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def rot_to_quat_xyzw(R):
-    """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method)."""
-    R = np.asarray(R, dtype=float)
-    tr = np.trace(R)
-    if tr > 0:
-        s = 2.0 * np.sqrt(tr + 1.0)
-        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = np.empty(4)
-        q[i] = 0.25 * s
-        q[j] = (R[j, i] + R[i, j]) / s
-        q[k] = (R[k, i] + R[i, k]) / s
-        q[3] = (R[k, j] - R[j, k]) / s
-    q /= np.linalg.norm(q)
-    return -q if q[3] < 0 else q
 
 
 def axis_angle(a, theta):

@@ -41,9 +41,9 @@ import warnings
 import numpy as np
 
 from .joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL
-from .loaded import (JointSpring, Loaded, axis_angle, combine_inertias, finish_model, quat_wxyz_to_rot,
-                     rot_to_quat_xyzw)
+from .loaded import JointSpring, Loaded, axis_angle, combine_inertias, finish_model
 from .model import Frame, Geometry, ModelBuilder, ModelError
+from .spatial import matrix_to_quat_xyzw, quat_wxyz_to_matrix
 
 
 class MJCFError(ValueError):
@@ -93,7 +93,7 @@ class MJCFMap:
             raise ValueError(f"qpos must have shape ({self.nq},), got {qpos.shape}")
         q = qpos.copy()
         for a, _ in self.free:
-            R = self.R0 @ quat_wxyz_to_rot(qpos[a + 3:a + 7])
+            R = self.R0 @ quat_wxyz_to_matrix(qpos[a + 3:a + 7])
             q[a:a + 3] = self.R0 @ qpos[a:a + 3] + self.p0
             q[a + 3:a + 7] = _rot_to_xyzw_signed(R, qpos[a + 3])
         for a, _ in self.ball:
@@ -108,7 +108,7 @@ class MJCFMap:
         qpos = q.copy()
         for a, _ in self.free:
             x, y, z, w = q[a + 3:a + 7] / np.linalg.norm(q[a + 3:a + 7])
-            R = self.R0.T @ quat_wxyz_to_rot((w, x, y, z))
+            R = self.R0.T @ quat_wxyz_to_matrix((w, x, y, z))
             qpos[a:a + 3] = self.R0.T @ (q[a:a + 3] - self.p0)
             qpos[a + 3:a + 7] = _rot_to_wxyz_signed(R, w)
         for a, _ in self.ball:
@@ -122,7 +122,7 @@ class MJCFMap:
         if v.shape != (self.nv,):
             raise ValueError(f"qvel must have shape ({self.nv},), got {v.shape}")
         for a, d in self.free:
-            R = quat_wxyz_to_rot(qpos[a + 3:a + 7])
+            R = quat_wxyz_to_matrix(qpos[a + 3:a + 7])
             v[d:d + 3] = R.T @ v[d:d + 3]
         return v
 
@@ -133,7 +133,7 @@ class MJCFMap:
             raise ValueError(f"v must have shape ({self.nv},), got {qvel.shape}")
         for a, d in self.free:
             x, y, z, w = q[a + 3:a + 7]
-            R = self.R0.T @ quat_wxyz_to_rot((w, x, y, z))      # MuJoCo's body orientation
+            R = self.R0.T @ quat_wxyz_to_matrix((w, x, y, z))      # MuJoCo's body orientation
             qvel[d:d + 3] = R @ qvel[d:d + 3]
         return qvel
 
@@ -141,12 +141,12 @@ class MJCFMap:
         """T (nv, nv) with v = T qvel at qpos (identity but the free joints' linear blocks)."""
         T = np.eye(self.nv)
         for a, d in self.free:
-            T[d:d + 3, d:d + 3] = quat_wxyz_to_rot(np.asarray(qpos, float)[a + 3:a + 7]).T
+            T[d:d + 3, d:d + 3] = quat_wxyz_to_matrix(np.asarray(qpos, float)[a + 3:a + 7]).T
         return T
 
 
 def _rot_to_xyzw_signed(R, w_hint):
-    q = rot_to_quat_xyzw(R)
+    q = matrix_to_quat_xyzw(R)
     return -q if (w_hint < 0) != (q[3] < 0) and abs(q[3]) > 0 else q
 
 
@@ -269,7 +269,7 @@ def _append_mjcf(path, b, prefix="", placement=None, load_geometry=True, unsuppo
     for i in range(1, m.nbody):
         par = int(m.body_parentid[i])
         pb, Rpa, ppa = attach[par]
-        Rb = quat_wxyz_to_rot(m.body_quat[i])
+        Rb = quat_wxyz_to_matrix(m.body_quat[i])
         Rc, pc = Rpa @ Rb, Rpa @ m.body_pos[i] + ppa        # MuJoCo frame of body i at qpos0 in pb's frame
         name = body_names[i]
         nj, ja = int(m.body_jntnum[i]), int(m.body_jntadr[i])
@@ -334,7 +334,7 @@ def _append_mjcf(path, b, prefix="", placement=None, load_geometry=True, unsuppo
             b.frames[prefix + name] = Frame(prefix + name, ib, Rc, pc)
         # inertia of body i (principal axes body_iquat at body_ipos) in our body's frame
         if m.body_mass[i] > 0 and ib >= 0:
-            Ri = Rc @ quat_wxyz_to_rot(m.body_iquat[i])
+            Ri = Rc @ quat_wxyz_to_matrix(m.body_iquat[i])
             inertia.setdefault(ib, []).append((float(m.body_mass[i]), Rc @ m.body_ipos[i] + pc,
                                                Ri @ np.diag(m.body_inertia[i]) @ Ri.T))
     # masses of the bodies (merged ones combined)
@@ -362,7 +362,7 @@ def _append_mjcf(path, b, prefix="", placement=None, load_geometry=True, unsuppo
             mesh = None
             if kind == "mesh":
                 mesh = _mesh_file(m, int(m.geom_dataid[g]), mesh_cache)
-            Rg = Rc @ quat_wxyz_to_rot(m.geom_quat[g])
+            Rg = Rc @ quat_wxyz_to_matrix(m.geom_quat[g])
             pg = Rc @ m.geom_pos[g] + pc
             mat = int(m.geom_matid[g])
             rgba = m.mat_rgba[mat] if mat >= 0 else m.geom_rgba[g]
@@ -388,13 +388,13 @@ def _append_mjcf(path, b, prefix="", placement=None, load_geometry=True, unsuppo
             if ot == _OBJ_SITE:
                 b1, b2 = int(m.site_bodyid[o1]), int(m.site_bodyid[o2])
                 r1, r2 = np.asarray(m.site_pos[o1], float), np.asarray(m.site_pos[o2], float)
-                Q1, Q2 = quat_wxyz_to_rot(m.site_quat[o1]), quat_wxyz_to_rot(m.site_quat[o2])
+                Q1, Q2 = quat_wxyz_to_matrix(m.site_quat[o1]), quat_wxyz_to_matrix(m.site_quat[o2])
             elif ot == _OBJ_BODY:
                 b1, b2 = o1, o2
                 if t == "connect":
                     r1, r2, Q1, Q2 = data[0:3], data[3:6], np.eye(3), np.eye(3)
                 else:   # body1 at data[3:6] on body2 at data[0:3]; orientation R2 = R1 relpose
-                    r1, r2, Q1, Q2 = data[3:6], data[0:3], quat_wxyz_to_rot(data[6:10]), np.eye(3)
+                    r1, r2, Q1, Q2 = data[3:6], data[0:3], quat_wxyz_to_matrix(data[6:10]), np.eye(3)
             else:
                 raise MJCFError(f"{path}: equality {e}: object type {ot} is not a body or a site")
             kind = "point" if t == "connect" or (t == "weld" and data[10] == 0) else "weld"

@@ -2,12 +2,8 @@
 
 A model is a forest rooted at the world: body ``i`` hangs from ``parent[i] < i`` (``-1`` is
 the world) through exactly one joint. Everything is stored in flat arrays; the numba
-kernels read the two packed tables ``jint`` and ``jfloat`` (layout below) so a call passes
-few arguments.
-
-``jint[i]``   = (parent, jtype, idx_q, idx_v, nq_i, nv_i)
-``jfloat[i]`` = (Xtree R row-major (9), Xtree p (3), axis (3), mass (1), CoM (3),
-                 inertia about the CoM in the body frame, row-major (9))     -> 28 columns
+kernels read the two packed tables ``jint`` and ``jfloat`` (their columns: `models.layout`)
+so a call passes few arguments.
 """
 from __future__ import annotations
 
@@ -15,9 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .dynamics import crba_diagonal_kernel
 from .joints import FIXED, FREE, JOINT_NAMES, JOINT_NQ, JOINT_NV, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
-
-JF_R, JF_P, JF_AXIS, JF_MASS, JF_COM, JF_INERTIA, JF_SIZE = 0, 9, 12, 15, 16, 19, 28
+from .kinematics import all_finite, difference_kernel, integrate_kernel, q_status_kernel
+from .layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R, JF_SIZE, JI_SIZE
 
 
 class ModelError(ValueError):
@@ -111,7 +108,7 @@ class Model:
         self._body_index = {name: i for i, name in enumerate(self.body_names)}
         self.gravity = np.asarray(gravity, dtype=float).copy()
 
-        self.jint = np.zeros((n, 6), dtype=np.int64)
+        self.jint = np.zeros((n, JI_SIZE), dtype=np.int64)
         self.jfloat = np.zeros((n, JF_SIZE))
         nv = self.nv
         self.armature = np.zeros(nv)
@@ -257,7 +254,6 @@ class Model:
 
     def integrate(self, q, v, dt=1.0):
         """q ⊕ dt·v on the configuration manifold (exact exponential map per joint)."""
-        from .kinematics import integrate_kernel
         q, v = self.check_q(q), self.check_v(v)
         out = np.empty(self.nq)
         integrate_kernel(self.jint, q, v, float(dt), out)
@@ -265,7 +261,6 @@ class Model:
 
     def difference(self, q0, q1):
         """v such that integrate(q0, v) = q1 (per-joint logarithm; used by tests and finite differences)."""
-        from .kinematics import difference_kernel
         q0, q1 = self.check_q(q0), self.check_q(q1)
         out = np.empty(self.nv)
         difference_kernel(self.jint, q0, q1, out)
@@ -274,7 +269,6 @@ class Model:
     # ------------------------------------------------------------------ checks
     def check_q(self, q, name="q", unit_tol=1e-6):
         """q as a float array of shape (nq,), finite, with unit quaternions; ValueError otherwise."""
-        from .kinematics import q_status_kernel
         q = _float_array(q, name)
         if q.shape != (self.nq,):
             raise ValueError(f"{name} has shape {q.shape}, expected ({self.nq},)")
@@ -291,7 +285,6 @@ class Model:
 
     def check_v(self, v, name="v"):
         """v as a float array of shape (nv,), finite; ValueError otherwise."""
-        from .kinematics import all_finite
         v = _float_array(v, name)
         if v.shape != (self.nv,):
             raise ValueError(f"{name} has shape {v.shape}, expected ({self.nv},)")
@@ -309,7 +302,6 @@ class Model:
         """Joints whose dofs move no mass or inertia (M(q) is singular there): diag of M at neutral ≈ 0."""
         if self.nv == 0:
             return []
-        from .dynamics import crba_diagonal_kernel
         d = np.empty(self.nv)
         crba_diagonal_kernel(self.jint, self.jfloat, self.armature, self.neutral(), d)
         bad = np.flatnonzero(~(d > 1e-12 * max(1.0, d.max())))

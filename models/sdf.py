@@ -60,8 +60,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from .joints import FIXED, FREE, PRISMATIC, REVOLUTE, SPHERICAL
-from .loaded import JointSpring, Loaded, combine_inertias, finish_model, orthonormalize, rot_to_quat_xyzw
+from .loaded import JointSpring, Loaded, combine_inertias, finish_model, orthonormalize
 from .model import Frame, Geometry, ModelBuilder, ModelError
+from .spatial import matrix_to_quat_xyzw
 from .urdf import default_package_dirs, rpy_to_rot
 
 
@@ -717,7 +718,7 @@ def _append_sdf(path, b, prefix="", floating_base=True, package_dirs=None, place
             X = _compose(W, X_M(n))
             idx = b.add_body(prefix + n, -1, FREE, prefix + ("root_joint" if n == canonical else f"{n}_free_joint"),
                              mass=0.0, inertia=np.zeros((3, 3)), allow_massless=True)
-            q0.append(np.concatenate([X[1], rot_to_quat_xyzw(orthonormalize(X[0]))]))
+            q0.append(np.concatenate([X[1], matrix_to_quat_xyzw(orthonormalize(X[0]))]))
             roots.append(n)
             visit(n, idx, (np.eye(3), np.zeros(3)))
     for body, pts in parts.items():

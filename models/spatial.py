@@ -172,3 +172,50 @@ def so3_left_jacobian(w):
         b = (th - np.sin(th)) / (th2 * th)
     W = skew(w)
     return np.eye(3) + a * W + b * (W @ W)
+
+
+# ----------------------------------------------------------------------------- quaternions (NumPy, outside kernels)
+# The one place for conversions between rotation matrices and quaternions in Python code
+# (loaders, world building, sensors, the viewer). Kernels use `quat_to_rot` above.
+def quat_xyzw_to_matrix(q):
+    """Rotation matrix (3, 3) of the quaternion (x, y, z, w), normalised first."""
+    x, y, z, w = np.asarray(q, float) / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def quat_wxyz_to_matrix(q):
+    """Rotation matrix (3, 3) of the quaternion (w, x, y, z) (MuJoCo's order), normalised first."""
+    w, x, y, z = q
+    return quat_xyzw_to_matrix((x, y, z, w))
+
+
+def matrix_to_quat_xyzw(R):
+    """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method)."""
+    R = np.asarray(R, dtype=float)
+    tr = np.trace(R)
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s])
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = np.empty(4)
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[k] = (R[k, i] + R[i, k]) / s
+        q[3] = (R[k, j] - R[j, k]) / s
+    q /= np.linalg.norm(q)
+    return -q if q[3] < 0 else q
+
+
+def matrices_to_quats_xyzw(R):
+    """Quaternions (k, 4) (x, y, z, w) of rotations (k, 3, 3), sign-continuous along k (for
+    interpolated animation tracks)."""
+    Q = np.array([matrix_to_quat_xyzw(r) for r in R]) if len(R) else np.zeros((0, 4))
+    for i in range(1, len(Q)):
+        if Q[i] @ Q[i - 1] < 0:
+            Q[i] = -Q[i]
+    return Q

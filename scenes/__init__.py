@@ -1,4 +1,4 @@
-"""Ready scenes (DESIGN.md): each function returns a built `simstep.World`.
+"""Ready scenes: each function returns a built `simstep.World`.
 
 Conventions: a scene that needs more than the world's bodies carries it on the world, and
 `simstep.Simulator(world)` picks it up by default:

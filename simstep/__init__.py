@@ -1,4 +1,4 @@
-"""Public API of the simulator: world builder, constraints, time stepping (see DESIGN.md)."""
+"""Public API of the simulator: world builder, constraints, time stepping (docs/architecture.md)."""
 from .constraints import Contact, ContactSet, ConstraintSet, JointFriction, JointLimit, LoopClosure
 from .results import StepContacts, StepStats, Trajectory, load_trajectory
 from .rollouts import EpisodeError, FinalState, RolloutPool, RolloutResults, rollouts

@@ -1,4 +1,4 @@
-"""Constraints of the public API (DESIGN.md): `Contact`, `ContactSet`, `LoopClosure`,
+"""Constraints of the public API: `Contact`, `ContactSet`, `LoopClosure`,
 `JointLimit`, `JointFriction`.
 
 They are defined in `solvers.constraints` (solvers may not import simstep) and re-exported

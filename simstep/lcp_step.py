@@ -42,9 +42,9 @@ class LCPContactModel:
 
     def __init__(self, sim, n_f=4):
         friction_directions(4 if n_f is None else n_f)           # checks n_f
-        if sim._fric_dofs.size:
+        if sim.assembler.fric_dofs.size:
             raise ValueError("contact_model='lcp' does not model joint dry friction (the model has joint friction "
-                             "on dofs " + str(sim._fric_dofs.tolist()) + "); use contact_model='ncp'")
+                             "on dofs " + str(sim.assembler.fric_dofs.tolist()) + "); use contact_model='ncp'")
         self.sim, self.n_f = sim, 4 if n_f is None else int(n_f)
         self._last, self._step = LCPStepInfo(), -1
 
@@ -62,7 +62,7 @@ class LCPContactModel:
         blocks = cones.arrays()
         lam_imp, pivots, nimp, imp_size = None, 0, 0, 0
         if k and sim._any_restitution and c.restitution.any():
-            from .simulator import dead_band
+            from .problem import dead_band
             u_pre = op.J_apply(sim.v)
             vn = u_pre[2:3 * k:3]
             phi = np.array([dead_band(x, sim.contact_slop) for x in c.distance])

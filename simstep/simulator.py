@@ -1,21 +1,25 @@
-"""`Simulator`: the time-stepping loop (DESIGN.md, notes/admm.md "Time stepping").
+"""`Simulator`: the time-stepping loop.
 
-One step, at state (q, v):
-  1. kinematics and the articulated factorisation at q (`models.Data`, O(n));
-  2. collision detection into contact frames (`collision.CollisionDetector`);
-  3. free velocity v_f = v + dt · ABA(q, v, τ − damping·v, f_ext);
-  4. constraints at q: contacts (cones), loop closures (free rows), active joint limits
-     (orthant), joint dry friction (box), and the Delassus operator G = J M⁻¹ Jᵀ
-     (matrix-free by default, or the dense baseline);
-  5. g = J v_f + stabilisation; ADMM (or PGS) for the impulses λ;
-  6. v⁺ = v_f + M⁻¹ Jᵀ λ by the cached sweep (no dense M); q⁺ = q ⊕ dt v⁺; loop closures
-     projected onto e(q⁺) = 0 at position level (`simstep.projection`, option project_closures).
+One step, at state (q, v), as `Simulator._step` calls its stages:
+  1. kinematics and the articulated factorisation at q (`models.Data`, O(n); computed at the
+     end of the previous step);
+  2. `_detect`: collision detection into contact frames (`collision.CollisionDetector`);
+  3. `_free_velocity`: v_f = v + dt · ABA(q, v, τ − damping·v, f_ext);
+  4. `_assemble`: the step's `simstep.problem.ContactProblem`: contacts (cones), loop closures
+     (free rows), active joint limits (orthant), joint dry friction (box), the Delassus operator
+     G = J M⁻¹ Jᵀ (matrix-free by default, or the dense baseline), g = J v_f + stabilisation,
+     the warm start and λ_max(G);
+  5. `_solve`: the ADMM (or PGS, or paper 004's LCP model) for the impulses λ;
+  6. `_integrate`: v⁺ = v_f + M⁻¹ Jᵀ λ by the cached sweep (no dense M); q⁺ = q ⊕ dt v⁺; loop
+     closures projected onto e(q⁺) = 0 at position level (`simstep.projection`, option
+     project_closures); the next step's Data at q⁺;
+  7. `_commit`: the new state, contacts and warm start (nothing there can fail).
 
 Velocity-level contact with speculative distance: a contact at signed distance φ > 0 lets the
 bodies approach by at most φ in this step (σ_n = v_n⁺ + φ/dt ≥ 0), a penetration φ < 0 is
 pushed out at the rate β φ/dt (Baumgarte, β = `erp`). Restitution (Newton): an approaching
 contact that closes within the step with speed above `restitution_threshold` (and whose bodies
-touch nothing else, `_isolated_pairs`) gets the target
+touch nothing else, `simstep.problem.isolated_pairs`) gets the target
 v_n⁺ ≥ −e v_n⁻. Loop closures and joint limits get the same treatment of their position errors.
 """
 from __future__ import annotations
@@ -24,109 +28,21 @@ import math
 import time
 
 import numpy as np
-from numba import njit
 
 import collision
 import models
-from solvers import (ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure,
-                     MatrixFreeDelassus)
-from solvers.admm import ADMMSettings, ADMMSolver, lanczos_max_eigenvalue
-from solvers.cones import ConeSet
+from solvers import ConstraintSet, JointFriction, JointLimit, LoopClosure
+from solvers.admm import ADMMSettings, ADMMSolver
 from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
+from .bilateral_step import BilateralStep
 from .integrator import advance_kernel, body_kinds, free_velocity_kernel
 from .lcp_step import LCPContactModel
+from .problem import ProblemAssembler
 from .projection import project_loop_closures
 from .results import StepContacts, StepStats, Trajectory, attach_contacts
 from .world import World, matrix_to_quat
-
-
-WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
-
-
-@njit(cache=True)
-def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, x0):
-    """x0[3i:3i+3] = frameᵢᵀ w, w = F λ the previous world impulse of the previous contact point
-    of the same geometry pair (key // 4) nearest to pointᵢ, within `gate` (m), each previous
-    point used once (previous frame F, impulse λ in its axes); returns True if any contact
-    matched. Matching by position rather than by the key's slot: a pair's slots are ranked by
-    angle about the patch centre, which reorders when a patch gains or loses a point (measured
-    on mesh contacts: the same key jumping 2–6 cm between steps, a warm start worse than zero)."""
-    pp = prev_keys // 4
-    order = np.argsort(pp)
-    sp = pp[order]
-    used = np.zeros(prev_keys.shape[0], np.bool_)
-    hit = False
-    w = np.empty(3)
-    g2 = gate * gate
-    for i in range(keys.shape[0]):
-        pair = keys[i] // 4
-        j = np.searchsorted(sp, pair)
-        best, bo = g2, -1
-        while j < sp.shape[0] and sp[j] == pair:
-            o = order[j]
-            if not used[o]:
-                d2 = (prev_pos[o, 0] - pos[i, 0]) ** 2 + (prev_pos[o, 1] - pos[i, 1]) ** 2 + \
-                    (prev_pos[o, 2] - pos[i, 2]) ** 2
-                if d2 <= best:
-                    best, bo = d2, o
-            j += 1
-        if bo < 0:
-            continue
-        used[bo] = True
-        o = bo
-        for a in range(3):
-            w[a] = prev_frames[o, a, 0] * prev_lam[3 * o] + prev_frames[o, a, 1] * prev_lam[3 * o + 1] + \
-                prev_frames[o, a, 2] * prev_lam[3 * o + 2]
-        for r in range(3):
-            x0[3 * i + r] = frames[i, 0, r] * w[0] + frames[i, 1, r] * w[1] + frames[i, 2, r] * w[2]
-        hit = True
-    return hit
-
-
-@njit(cache=True, inline="always")
-def dead_band(phi, slop):
-    """A signed distance (m; a joint's gap in rad or m) with the slop band [−slop, slop] removed:
-    resting contacts inside the band get the velocity target 0 exactly, so the targets of a
-    redundant contact set (four corners of a face) stay consistent with a rigid motion;
-    distances beyond it keep their speculative or push-out targets, shifted by the band."""
-    return phi - slop if phi > slop else (phi + slop if phi < -slop else 0.0)
-
-
-@njit(cache=True)
-def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g):
-    """Add to the normal rows of g (3i + 2) the contacts' velocity targets, from the signed
-    distances with the slop band removed (φ = `dead_band`(distance, slop)): a gap φ > 0 may
-    close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate erp φ/dt
-    but never faster than vmax (m/s; dt-independent, as PhysX's maxDepenetrationVelocity),
-    and an approaching contact faster than the threshold that closes within the step gets
-    Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
-    for i in range(distance.shape[0]):
-        phi = dead_band(distance[i], slop)
-        corr = phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
-        v = vn_pre[3 * i + 2]
-        if e[i] > 0 and v < -threshold and phi <= -v * dt + 1e-12:
-            corr = e[i] * v
-        g[3 * i + 2] += corr
-
-
-def _isolated_pairs(body1, body2):
-    """(k,) 1.0 for the contacts whose two bodies touch nothing else this step (all their
-    contacts are with each other; the world counts as touching nothing), else 0.0. Newton's
-    restitution applied contact by contact to a body wedged between others can create energy
-    (Stewart, "Rigid-body dynamics with friction and impact", SIAM Review 2000), so
-    only isolated impacts bounce; the others are inelastic."""
-    lo, hi = np.minimum(body1, body2), np.maximum(body1, body2)
-    pair = lo * (hi.max() + 2) + hi
-    ok = np.ones(body1.shape[0])
-    for b in np.unique(np.concatenate([body1, body2])):
-        if b < 0:
-            continue
-        mine = (body1 == b) | (body2 == b)
-        if np.unique(pair[mine]).size > 1:
-            ok[mine] = 0.0
-    return ok
 
 
 class SimulationError(RuntimeError):
@@ -192,13 +108,17 @@ class Simulator:
     contact_model "ncp" (default: exact Coulomb cones, ADMM or PGS) | "lcp" (paper 004: friction
     polyhedra of `friction_directions` edges (default 4), the operational-space LCP solved by
     Lemke's method, impacts by compression/decompression; `simstep.lcp_step`; ``sim.lcp.last``).
+    bilateral "auto" (default) | "solver": steps whose rows are all loop closures (no contacts,
+    limits or joint friction) are solved by constrained articulated-body dynamics
+    (`simstep.bilateral_step`, contact_model "ncp" only) or by the contact solver.
     """
 
     def __init__(self, world: World, dt=None, operator="matrix_free", solver="admm", collision_backend="coal",
                  margin=None, erp=0.2, restitution_threshold=0.05, joint_limits=True, joint_limit_margin=0.02,
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
-                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, **solver_settings):
+                 max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, bilateral="auto",
+                 **solver_settings):
         # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
@@ -210,6 +130,7 @@ class Simulator:
         check_choice("solver", solver, ("admm", "pgs"))
         check_choice("collision_backend", collision_backend, ("coal", "fcl"))
         check_choice("contact_model", contact_model, ("ncp", "lcp"))
+        check_choice("bilateral", bilateral, ("auto", "solver"))
         if friction_directions is not None and contact_model != "lcp":
             raise ValueError("friction_directions (n_f of the friction polyhedra) needs contact_model='lcp'")
         self.margin = 2e-3 if margin is None else check_number("margin", margin, low=0.0)
@@ -264,31 +185,13 @@ class Simulator:
         self._any_compliance = bool(np.any(self.detector.shapes.compliance))
         self._any_restitution = bool(np.any(self.detector.shapes.restitution))
         self._damped = bool(np.any(self.model.damping))
-        # per-model constraint bookkeeping, fixed for the simulator's life (not redone per step)
-        m = self.model
-        dof_joint = self._joints_of_dofs(np.arange(m.nv))
-        self._fric_dofs = np.flatnonzero(m.friction > 0)
-        self._fric_joint_names = list(dict.fromkeys(dof_joint[d] for d in self._fric_dofs))
-        # joint-limit candidates: one row per finite bound, (dof, q index, bound, sign, (joint, side))
-        lim = [(d, side, b, sgn) for d in range(m.nv)
-               for side, b, sgn in (("lower", m.lower[d], 1.0), ("upper", m.upper[d], -1.0)) if np.isfinite(b)]
-        self._lim_dof = np.array([r[0] for r in lim], np.int64)
-        body = np.searchsorted(m.idx_v, self._lim_dof, side="right") - 1
-        self._lim_q = m.idx_q[body] + self._lim_dof - m.idx_v[body]
-        self._lim_val = np.array([r[2] for r in lim], float)
-        self._lim_sgn = np.array([r[3] for r in lim], float)
-        self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
-        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = \
-            _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0)
-        self._warm_tail = None
-        self._eig = None
-        self._tail = None
-        self._last_set = None    # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
-        self._op = None          # last step's operator (its arrays are reused by the next one)
+        self.assembler = ProblemAssembler(self)    # stage 4: the step's constraint problem
         self.stats = StepStats()
         # paper 004's LCP model (simstep.lcp_step), or None for the exact-cone NCP (ADMM/PGS)
         self.lcp = LCPContactModel(self, friction_directions) if contact_model == "lcp" else None
         self.contact_model = contact_model
+        # steps whose rows are all loop closures: constrained articulated-body dynamics (simstep.bilateral_step)
+        self.bilateral = BilateralStep(self) if bilateral == "auto" and contact_model == "ncp" else None
         self._prev = None          # (q, v) at the last step's start, for `imu`
         self._pd, self._targets = None, {}   # PD targets of set_targets (simstep.control.JointPD)
         self.applied_torque = np.zeros(self.model.nv)   # τ of the last step (actuation − joint damping), N·m or N
@@ -326,9 +229,7 @@ class Simulator:
         v = self.model.check_v(v).copy()
         t = self.t if t is None else check_number("t", t)
         self.q, self.v, self.t = q, v, t
-        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = \
-            _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0)
-        self._warm_tail = None
+        self.assembler.reset_warm()
         self._prev = None
         self.data.compute(self.q)
 
@@ -510,24 +411,10 @@ class Simulator:
         return StepContacts(_EMPTY_I, _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), z, np.zeros((0, 3)), z,
                             _EMPTY_I)
 
-    def _loop_errors(self, c):
-        """Position error of a LoopClosure in its row axes (3 or 6)."""
-        d = self.data
-        (b1, R1, p1), (b2, R2, p2) = self.world.body_frame(c.body1), self.world.body_frame(c.body2)
-
-        def frame(b, Rb, pb, placement):
-            pos, rot = placement
-            Ro, po = (np.eye(3), np.zeros(3)) if b < 0 else (d.oR[b], d.op[b])
-            return Ro @ (Rb @ pos + pb) + po, Ro @ Rb @ rot
-
-        x1, F1 = frame(b1, R1, p1, c.placement1)
-        x2, F2 = frame(b2, R2, p2, c.placement2)
-        e = F1.T @ (x1 - x2)
-        if c.kind == "point":
-            return e
-        Re = F2.T @ F1     # rotation error, as a rotation vector in frame 1
-        w = np.array([Re[2, 1] - Re[1, 2], Re[0, 2] - Re[2, 0], Re[1, 0] - Re[0, 1]]) * 0.5
-        return np.concatenate([e, w])
+    def loop_error(self, closure):
+        """Position error of a `LoopClosure` at the current state, in its row axes: 3 rows (m),
+        or 6 for a weld (m, then its rotation error as a rotation vector, rad)."""
+        return self.assembler.loop_error(closure, self.data)
 
     def step(self, tau=None):
         """Advance one time step. tau: joint torques for this step (default: the actuation).
@@ -538,34 +425,50 @@ class Simulator:
         exception as its cause, and leaves q, v, t, steps, contacts, stats, warm start, the
         cached Data, the external forces and the solver's adaptive state as they were."""
         tau = None if tau is None else self.model.check_v(tau, "tau")   # bad input: ValueError, nothing changed
-        saved = (self._op, self._eig, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig, self._tail)
+        saved = (self.assembler.snapshot(), self._proj_damping, self.admm.rho_power, self.admm._scaled_eig)
         phase = ["collision detection"]
         try:
             return self._step(tau, phase)
         except Exception as e:
-            self._op, self._eig, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig, self._tail = saved
+            snap, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig = saved
+            self.assembler.restore(snap)
             if isinstance(e, SimulationError):
                 raise
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s failed in {phase[0]} "
                                   f"({type(e).__name__}: {e}); the state was left unchanged") from e
 
     def _step(self, tau, phase):
-        """The step itself (see `step`); phase[0] names the phase for the error message."""
-        m, d, dt = self.model, self.data, self.dt
-        t_start = time.perf_counter()
+        """The step itself (see `step`, the module docstring's stages); phase[0] names the
+        stage for the error message. Each stage writes its time into the step's stats."""
         st = StepStats()
-        q, v = self.q, self.v
-        # 1-2. kinematics are in self.data (computed at the end of the previous step); collision
+        t_start = time.perf_counter()
+        c = self._detect(st)                                        # 1-2 (kinematics: self.data)
+        tau_v, v_free = self._free_velocity(tau, st, phase)         # 3
+        problem = self._assemble(c, v_free, st, phase)              # 4
+        lam, warm_lam, dv = self._solve(problem, v_free, st, phase)  # 5
+        q_next, v_next, d_next = self._integrate(v_free, problem, lam, dv, st, phase)   # 6
+        self._commit(q_next, v_next, d_next, c, lam, warm_lam, tau_v, st)          # 7: nothing fails below
+        st.time_total = time.perf_counter() - t_start
+        self.stats = st
+        return st
+
+    # ------------------------------------------------------------------ stages
+    def _detect(self, st):
+        """Contacts at q, from the placements in self.data (computed when q was set)."""
         t0 = time.perf_counter()
-        c = self.detector.detect(q)
-        k = len(c)
+        d = self.data
+        c = self.detector.detect(self.q, placements=(d.oR, d.op))
         st.time_collision = time.perf_counter() - t0
-        # 3. free velocity: ABA, then free/spherical joints in world-aligned coordinates with the
-        # implicit gyroscopic term (`simstep.integrator`)
+        return c
+
+    def _free_velocity(self, tau, st, phase):
+        """The step's joint torques and free velocity v_f = v + dt · ABA(q, v, τ, f_ext), with
+        free and spherical joints in world-aligned coordinates and their implicit gyroscopic
+        term (`simstep.integrator.free_velocity_kernel`)."""
         t0 = time.perf_counter()
+        m, d, dt, v = self.model, self.data, self.dt, self.v
         phase[0] = "the actuation"
         tau_v = self._tau(tau)
-        st_tau = tau_v
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
         if self._all_free:    # every dof belongs to a childless free body: ABA's values would be overwritten
@@ -575,69 +478,63 @@ class Simulator:
         free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._body_inertia_inv, self._mass, self._com,
                              m.gravity, d.oR, d.op, tau_v, self._fext, v, dt, v_free)
         st.time_dynamics = time.perf_counter() - t0
-        # 4. constraints and operator
+        return tau_v, v_free
+
+    def _assemble(self, c, v_free, st, phase):
+        """The step's `ContactProblem` (`simstep.problem`), or None without constraint rows."""
         t0 = time.perf_counter()
         phase[0] = "the constraint set and Delassus operator"
-        cs, cones, extra_err, limit_rows = self._constraints(c, k, q, v_free)
-        mrows = cones.m
-        st.ncontacts, st.nrows = k, mrows
-        lam = np.zeros(mrows)
-        if mrows:
-            Op = MatrixFreeDelassus if self.operator == "matrix_free" else DenseDelassus
-            if Op is DenseDelassus:
-                op = Op(m, q, cs, data=d)
-            elif self._op is not None and self._op.cs is cs:     # the same set, refreshed at q
-                op = self._op.refresh(d)
-            else:
-                op = Op(m, q, cs, data=d, reuse=self._op)
-            self._op = op
-            if op.m != mrows:
-                raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {mrows}")
-            g = op.J_apply(v_free)
-            self._stabilise(g, op, c, k, extra_err, limit_rows)
-            compliance = None
-            if k and self._any_compliance and c.compliance.any():
-                compliance = np.zeros(mrows)
-                compliance[:3 * k] = np.repeat(c.compliance, 3)
-            st.time_operator = time.perf_counter() - t0
-            # 5. solve
-            t0 = time.perf_counter()
-            phase[0] = f"the {self.solver_name.upper()} contact solver"
-            if self.lcp is not None:
-                phase[0] = "the LCP contact model (Lemke)"
-                lam = warm_lam = self.lcp.solve(op, g, cones, c, k, compliance)
-                st.iterations = self.lcp.last.pivots
-            elif self.solver_name == "admm":
-                x0 = self._warm_start(c, k, mrows)
-                # the bodies' incoming constraint velocity J v, computed only after a polish: its
-                # correction is left out of the next warm start (`solvers.admm.warm_next_kernel`)
-                res = self.admm.solve(op, g, cones, compliance=compliance, x0=x0,
-                                      max_eigenvalue=self._max_eigenvalue(op, cs),
-                                      jv=None if x0 is None else (lambda: op.J_apply(v)))
-                lam, warm_lam = res.lam, res.warm_next
-                st.iterations, st.converged = res.iterations, res.converged
-                st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
-                st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
-                st.velocity_residual = res.velocity_residual
-            else:
-                x0 = self._warm_start(c, k, mrows)
-                G = op.matrix() if hasattr(op, "matrix") else np.column_stack([op.matvec(e) for e in np.eye(mrows)])
-                res = self.pgs.solve(G, g, cones, compliance=compliance, x0=x0)
-                lam = warm_lam = res.lam
-                st.iterations, st.converged, st.primal_residual = res.iterations, res.converged, res.max_change
+        problem = self.assembler.build(c, self.q, self.v, v_free, self.data)
+        st.ncontacts = len(c)
+        st.nrows = 0 if problem is None else problem.cones.m
+        st.time_operator = time.perf_counter() - t0
+        return problem
+
+    def _solve(self, problem, v_free, st, phase):
+        """Impulses λ (m,) N·s, the warm start they leave for the next step, and their velocity
+        change M⁻¹ Jᵀ λ (nv,) if the solver produced it (the bilateral step), else None."""
+        t0 = time.perf_counter()
+        if problem is None:
+            lam = np.zeros(0)
+            return lam, lam, None
+        phase[0] = f"the {self.solver_name.upper()} contact solver"
+        if problem.op is None:        # loop closures only (`ProblemAssembler.build`, `simstep.bilateral_step`)
+            phase[0] = "the bilateral step (constrained articulated-body dynamics)"
+            dv, lam = self.bilateral.solve(self.q, v_free, problem.cs, problem.g, st)
             st.time_solver = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            phase[0] = "the velocity update"
-            v_next = v_free + op.JT_minv(lam)
+            return lam, lam, dv
+        if self.lcp is not None:
+            phase[0] = "the LCP contact model (Lemke)"
+            p = problem
+            lam = warm_lam = self.lcp.solve(p.op, p.g, p.cones, p.contacts, len(p.contacts), p.compliance)
+            st.iterations = self.lcp.last.pivots
+        elif self.solver_name == "admm":
+            res = self.admm.solve(problem)
+            lam, warm_lam = res.lam, res.warm_next
+            st.iterations, st.converged = res.iterations, res.converged
+            st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
+            st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
+            st.velocity_residual = res.velocity_residual
         else:
-            st.time_operator = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            res = self.pgs.solve(problem)
+            lam = warm_lam = res.lam
+            st.iterations, st.converged, st.primal_residual = res.iterations, res.converged, res.max_change
+        st.time_solver = time.perf_counter() - t0
+        return lam, warm_lam, None
+
+    def _integrate(self, v_free, problem, lam, dv, st, phase):
+        """v⁺ = v_f + M⁻¹ Jᵀ λ, q⁺ = q ⊕ dt v⁺ (free joints on SO(3) × R³) with v⁺ in the new
+        body axes, loop closures projected, and the next step's Data at q⁺."""
+        t0 = time.perf_counter()
+        m, dt = self.model, self.dt
+        phase[0] = "the velocity update"
+        if problem is None:
             v_next = v_free
-            warm_lam = lam
-        # 6. integrate: q⁺ = q ⊕ dt v⁺ (free joints on SO(3) × R³) and v⁺ in the new body axes
+        else:
+            v_next = v_free + (problem.op.JT_minv(lam) if dv is None else dv)
         phase[0] = "the integration"
         q_next, v_state = np.empty(m.nq), np.empty(m.nv)
-        finite = advance_kernel(m.jint, q, v_next, dt, q_next, v_state) and math.isfinite(lam.sum())
+        finite = advance_kernel(m.jint, self.q, v_next, dt, q_next, v_state) and math.isfinite(lam.sum())
         if finite and self._closure_set is not None:
             phase[0] = "the loop-closure projection"
             q_next = self._project(q_next, st)
@@ -649,123 +546,23 @@ class Simulator:
         phase[0] = "the kinematics at the new state"
         d_next = self._data_next._compute(q_next)
         st.time_integration = time.perf_counter() - t0
-        # commit (nothing below can fail)
-        self.q, self.v = q_next, v_state
-        self.data, self._data_next = d_next, d
-        self._prev = (q, v)           # the step's start, for the IMU's finite difference (never mutated)
-        self.t += dt
+        return q_next, v_state, d_next
+
+    def _commit(self, q_next, v_next, d_next, c, lam, warm_lam, tau_v, st):
+        """The new state, contacts, warm start and sensors' inputs (nothing here can fail)."""
+        k = len(c)
+        self._prev = (self.q, self.v)    # the step's start, for the IMU's finite difference (never mutated)
+        self._data_next = self.data
+        self.q, self.v, self.data = q_next, v_next, d_next
+        self.t += self.dt
         self.steps += 1
         self._fext[:] = 0.0
         imp = lam[:3 * k].reshape(k, 3)
-        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key, dt)
-        self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam = c.key, c.position, c.frame, warm_lam
-        self._warm_tail = self._tail
-        self.applied_torque = np.array(st_tau, float)      # a copy: actuation arrays may be reused
+        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key,
+                                     self.dt)
+        self.assembler.commit(c, warm_lam)
+        self.applied_torque = np.array(tau_v, float)      # a copy: actuation arrays may be reused
         st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0
-        st.time_total = time.perf_counter() - t_start
-        self.stats = st
-        return st
-
-    def _constraints(self, c, k, q, v_free):
-        """The step's `ConstraintSet` and `ConeSet`: contacts (cones), then loop closures (free
-        rows), joint limits within reach (orthant) and joint friction (box). The part after the
-        contacts is rebuilt only when the active limits change. Also returns the loop closures'
-        position errors and the active limits' (dof, gap)."""
-        m, dt = self.model, self.dt
-        limit_rows, limit_cons, active = [], [], _EMPTY_I
-        if self.joint_limits and self._lim_dof.size:
-            # candidate (dof, side) rows, dof-major, lower before upper; gap ≥ 0 inside the range
-            gap = self._lim_sgn * (q[self._lim_q] - self._lim_val)
-            active = np.flatnonzero(gap < np.abs(v_free[self._lim_dof]) * dt + self.joint_limit_margin)
-            if active.size:
-                limit_rows = list(zip(self._lim_dof[active].tolist(), gap[active].tolist()))
-                limit_cons = [self._lim_name[i] for i in active]
-        extra_err = [self._loop_errors(lc) if isinstance(lc, LoopClosure) else None
-                     for lc in self.extra_constraints]
-        sig = active.tobytes()
-        if self._tail is None or self._tail[0] != sig:
-            cones, cons = ConeSet(), list(self.extra_constraints)
-            for lc in self.extra_constraints:
-                if isinstance(lc, LoopClosure):
-                    cones.add("free", lc.nrows)
-                elif isinstance(lc, JointLimit):
-                    cones.add("orthant", 1)
-                else:
-                    cones.add("box", 1, lc.max_torque * dt)
-            for joint, side in limit_cons:
-                cons.append(JointLimit(joint, side))
-                cones.add("orthant", 1)
-            cons += [JointFriction(j, 0.0) for j in self._fric_joint_names]
-            for dof in self._fric_dofs:
-                cones.add("box", 1, m.friction[dof] * dt)
-            self._tail = (sig, ConstraintSet(m, cons), cones)
-        tail, tail_cones = self._tail[1], self._tail[2]
-        if not k:
-            return tail, tail_cones, extra_err, limit_rows
-        last = self._last_set
-        pairs = c.key // 4       # the geometry pair of each contact (its bodies and friction)
-        if last is not None and last[0] is tail and last[1].shape == pairs.shape and (last[1] == pairs).all():
-            # contacts of the same geometry pairs in the same order (the points within a pair
-            # may have been renumbered): the set's points are refreshed in place and its
-            # cached graph kept
-            return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_rows
-        cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
-        cones = ConeSet.with_contacts(c.friction, tail_cones)
-        self._last_set = (tail, pairs, cs, cones)
-        return cs, cones, extra_err, limit_rows
-
-    def _stabilise(self, g, op, c, k, extra_err, limit_rows):
-        """Add position correction, speculative distance and restitution targets to g in place."""
-        dt, erp, vmax = self.dt, self.erp, self.max_depenetration_velocity
-        if k:      # contact velocities before the step (only needed for restitution), then the targets
-            e = c.restitution if self.lcp is None else np.zeros(k)    # the LCP model: impacts (Sec. 7)
-            if self._any_restitution and e.any():
-                v_pre = op.J_apply(self.v)
-                e = e * _isolated_pairs(c.body1, c.body2)
-            else:
-                v_pre = g
-            contact_targets_kernel(c.distance, self.contact_slop, v_pre, e, dt, erp, vmax,
-                                   self.restitution_threshold, g)
-        row = 3 * k
-        for e in extra_err:
-            if e is None:
-                row += 1
-                continue
-            g[row:row + e.shape[0]] += np.clip(erp * e / dt, -vmax, vmax)
-            row += e.shape[0]
-        for dof, gap in limit_rows:
-            gap = dead_band(gap, self.contact_slop)
-            g[row] += gap / dt if gap > 0 else max(erp * gap / dt, -vmax)
-            row += 1
-
-    def _warm_start(self, c, k, mrows):
-        """Previous impulses matched by geometry pair and nearest point (`warm_start_kernel`),
-        rotated into the new contact frames."""
-        x0 = np.zeros(mrows)
-        hit = k > 0 and self._warm_keys.size > 0 and \
-            warm_start_kernel(self._warm_keys, self._warm_pos, self._warm_frames, self._warm_lam, c.key, c.position,
-                              c.frame, WARM_START_GATE, x0)
-        # the rows after the contacts (loop closures, active limits, joint friction) are the same
-        # constraints as in the previous step when its tail is reused: their impulses carry over
-        ntail = mrows - 3 * k
-        if ntail and self._warm_tail is self._tail and self._warm_lam.size >= ntail:
-            x0[3 * k:] = self._warm_lam[self._warm_lam.size - ntail:]
-            hit = True
-        return x0 if hit else None
-
-    def _max_eigenvalue(self, op, cs):
-        """λ_max(G) for the ρ rule: re-estimated when the constraint graph (the coupled body
-        pairs) changes or the number of rows moves by more than a quarter, else reused: G moves
-        little in one step and the rule only needs its order of magnitude."""
-        key = cs.graph_key()
-        e = self._eig
-        if e is not None and e[0] == key and abs(op.m - e[1]) <= 0.25 * e[1]:
-            return e[2]
-        # the same estimate for every operator (only matvec), so dense and matrix-free runs see
-        # the same ρ and hence the same iterates up to round-off
-        L = lanczos_max_eigenvalue(op.matvec, op.m, self.admm.settings.eig_iters)
-        self._eig = (key, op.m, L)
-        return L
 
     # ------------------------------------------------------------------ run
     def run(self, steps=None, progress=False, record=False, viewer=None, callback=None, duration=None,

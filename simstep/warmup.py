@@ -231,7 +231,7 @@ def synthetic_collision():
     """Within: every `CollisionDetector.detect` returns `_synthetic_contacts` (restored after)."""
     from collision.detector import CollisionDetector
     real = CollisionDetector.detect
-    CollisionDetector.detect = lambda self, q: _synthetic_contacts(self)
+    CollisionDetector.detect = lambda self, q, **kw: _synthetic_contacts(self)
     try:
         yield
     finally:

@@ -16,7 +16,7 @@ import numpy as np
 import models
 from collision.shapes import load_convex_mesh
 from models import FREE, Geometry, ModelBuilder, ModelError
-from models.loaded import rot_to_quat_xyzw
+from models.spatial import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 from models.model import check_inertia
 
 from ._checks import check_body, check_bool, check_int, check_number, check_quaternion, check_vector
@@ -25,17 +25,9 @@ _PALETTE = [(0.90, 0.45, 0.15, 1.0), (0.20, 0.55, 0.85, 1.0), (0.30, 0.70, 0.35,
             (0.85, 0.25, 0.35, 1.0), (0.60, 0.40, 0.80, 1.0), (0.95, 0.75, 0.20, 1.0)]
 
 
-def quat_to_matrix(qu):
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
-    x, y, z, w = qu
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def matrix_to_quat(R):
-    """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method)."""
-    return rot_to_quat_xyzw(R)
+# the public names of `models.spatial`'s conversions: quaternions (x, y, z, w), w ≥ 0 out
+quat_to_matrix = quat_xyzw_to_matrix
+matrix_to_quat = matrix_to_quat_xyzw
 
 
 # ------------------------------------------------------------------ inertia of shapes
@@ -136,7 +128,7 @@ class World:
 
 
 class WorldBuilder:
-    """Assemble free objects, robots and static geometry into a `World` (DESIGN.md)."""
+    """Assemble free objects, robots and static geometry into a `World`."""
 
     def __init__(self, gravity=(0.0, 0.0, -9.81)):
         self.gravity = check_vector("gravity", gravity, 3)

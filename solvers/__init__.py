@@ -10,7 +10,7 @@
 """
 from .constraints import (Contact, ContactSet, ConstraintSet, JointFriction, JointLimit, LoopClosure,
                           as_constraint_set)
-from .constrained import ConstrainedResult, constrained_aba, prox_ltl, prox_pv
+from .constrained import ConstrainedDynamics, ConstrainedResult, constrained_aba, prox_ltl, prox_pv
 from .delassus import DenseDelassus, MatrixFreeDelassus
 from .elimination import Elimination, elimination_order
 from .lcp import LCPRayTermination, LCPResult, MixedLCPResult, lemke, solve_mixed_lcp
@@ -19,5 +19,5 @@ from .osim import caba_osim, caba_osimf, pv_osim, pv_osimr
 __all__ = ["Contact", "ContactSet", "ConstraintSet", "JointFriction", "JointLimit", "LoopClosure",
            "as_constraint_set", "DenseDelassus", "MatrixFreeDelassus", "Elimination", "elimination_order",
            "pv_osimr", "pv_osim", "caba_osim", "caba_osimf",
-           "ConstrainedResult", "constrained_aba", "prox_ltl", "prox_pv",
+           "ConstrainedDynamics", "ConstrainedResult", "constrained_aba", "prox_ltl", "prox_pv",
            "LCPRayTermination", "LCPResult", "MixedLCPResult", "lemke", "solve_mixed_lcp"]

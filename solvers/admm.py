@@ -59,6 +59,7 @@ from . import delassus_kernels as _dk
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
 from .opstate import operator_state
+from .pgs import explicit_matrix
 from .scaling import delassus_diagonal_kernel
 from . import scaling as _scaling
 
@@ -630,7 +631,7 @@ class _ExplicitOperator:
     """G of an operator that only offers ``matvec`` (m products), for `admm_kernel`'s dense side."""
 
     def __init__(self, op, m):
-        G = np.column_stack([np.asarray(op.matvec(e), float) for e in np.eye(m)]) if m else np.zeros((0, 0))
+        G = explicit_matrix(lambda x: np.asarray(op.matvec(x), float), m)
         self.G = np.ascontiguousarray(0.5 * (G + G.T))
 
     def kernel_state(self):
@@ -683,14 +684,22 @@ class ADMMSolver:
         self.rho_power = self.settings.rho_power
         self._scaled_eig = (None, 0.0)
 
-    def solve(self, op, g, cones: ConeSet, compliance=None, x0=None, record=False, max_eigenvalue=None, jv=None):
-        """Solve the NCP (or its convex relaxation) for λ. compliance: R_c (m,) or None;
+    def solve(self, op, g=None, cones: ConeSet = None, compliance=None, x0=None, record=False, max_eigenvalue=None,
+              jv=None):
+        """Solve the NCP (or its convex relaxation) for λ. ``solve(problem)``: a step's problem,
+        an object with op, g, cones, compliance, x0, max_eigenvalue and jv (such as
+        `simstep.problem.ContactProblem`). Otherwise op: the Delassus operator; g (m,) m/s;
+        cones: the rows' `ConeSet`; compliance: R_c (m,) or None;
         x0: warm start (kept only if its residual beats λ = 0); max_eigenvalue: λ_max(G) if
         the caller has an estimate (else the operator's own estimate is used); jv: the part
         of g that is the bodies' incoming velocity J v (m,), or a function returning it, called
         only when it is needed. The result's warm_next is the warm start for the next time
         step: λ, or after an accepted polish and with jv given, λ without the correction of jv
         (`warm_next_kernel`)."""
+        if g is None and cones is None:          # a step's problem
+            p = op
+            return self.solve(p.op, p.g, p.cones, compliance=p.compliance, x0=p.x0, record=record,
+                              max_eigenvalue=p.max_eigenvalue, jv=p.jv)
         st = self.settings
         t0 = time.perf_counter()
         g = np.ascontiguousarray(g, dtype=float)

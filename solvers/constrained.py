@@ -34,8 +34,8 @@ import numpy as np
 
 import models
 
-from .constrained_kernels import (bias_chain_kernel, caba_kernel, prepare_kernel, prox_ltl_kernel, pv_kernel,
-                                  supports_kernel)
+from .constrained_kernels import (SINGULAR, ConstrainedState, bias_chain_kernel, constrained_solve_kernel,
+                                  impulse_solve_kernel, prepare_kernel, prox_ltl_kernel, supports_kernel)
 from .delassus_kernels import dense_jacobian_kernel, gather_kernel
 from .constraints import as_constraint_set
 
@@ -206,6 +206,118 @@ def constraint_drift(model, q, v, constraints):
     return w.drift()
 
 
+# ----------------------------------------------------------------------------- prepared calls
+ALGORITHMS = {"constrainedABA": 0, "proxPV": 1}
+_F64 = np.dtype(np.float64)
+
+
+def _ready(x, n):
+    """x is a float64 ndarray of shape (n,) (numba's fast path; anything else goes through the
+    model's checks, which convert or raise)."""
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,)
+
+
+class ConstrainedDynamics:
+    """Constrained forward dynamics prepared once for a model and a constraint set: the flat
+    constraint arrays, the row structure (𝒮_E, link rows, proxPV's items) and every workspace
+    are built here, so that `solve(q, v, tau)` is one compiled call (`constrained_solve_kernel`)
+    over one `ConstrainedState` handle, with the input checks inside it.
+
+        cd = solvers.ConstrainedDynamics(model, constraints, algorithm="constrainedABA")
+        r = cd.solve(q, v, tau)          # ConstrainedResult(a, lam, iterations, residual)
+
+    algorithm: "constrainedABA" (paper 002 Alg. 3, `constrained_aba`) or "proxPV" (Alg. 4,
+    `prox_pv`); mu, tol, max_iter as in `constrained_aba`, kept as attributes (checked here;
+    change them with `set_settings`). Constraint sets that couple two moving bodies under
+    "constrainedABA" take `constrained_aba`'s link-graph path (not one compiled call).
+    Each solve returns new arrays a (nv,) and lam (m,)."""
+
+    def __init__(self, model, constraints, algorithm="constrainedABA", mu=1e6, tol=1e-10, max_iter=50):
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
+        self.model = model
+        self.constraints = as_constraint_set(model, constraints)
+        self.algorithm = algorithm
+        self.nv, self.m = model.nv, self.constraints.m
+        self.set_settings(mu, tol, max_iter)
+        self._work = _work(model, self.constraints)
+        self._method = ALGORITHMS[algorithm]
+        self._graph = self._method == 0 and self._work.coupled
+        self._state = None if self._graph else _state(model, self.constraints, self._work)
+
+    def set_settings(self, mu=1e6, tol=1e-10, max_iter=50):
+        """The proximal parameter μ > 0, the tolerance and the iteration cap of later solves."""
+        self.mu, self.tol, self.max_iter = _settings(mu, tol, max_iter)
+
+    def solve(self, q, v, tau, a_ref=None):
+        """`ConstrainedResult` at (q (nq,), v (nv,), tau (nv,)), a_ref (m,) the desired constraint
+        accelerations (None: 0). ValueError on bad input, before anything is computed."""
+        return self._solve(q, v, tau, a_ref, self.mu, self.tol, self.max_iter)
+
+    def _solve(self, q, v, tau, a_ref, mu, tol, max_iter):
+        model, nv = self.model, self.nv
+        if self._graph:
+            q, v, tau, cs, a_ref = _inputs(model, q, v, tau, self.constraints, a_ref)
+            return _coupled(model, q, v, tau, cs, self._work, mu, tol, max_iter, a_ref)
+        if not (_ready(v, nv) and _ready(tau, nv) and _ready(q, model.nq)):
+            q, v, tau = model.check_q(q), model.check_v(v), model.check_v(tau, "tau")
+        if a_ref is None:
+            a_ref = self._work.zero
+        elif not _ready(a_ref, self.m):
+            a_ref = _inputs(model, q, v, tau, self.constraints, a_ref)[4]
+        a, lam = np.empty(nv), np.empty(self.m)
+        status, it, res = constrained_solve_kernel(self._state, self._method, q, v, tau, a_ref, mu, tol, max_iter,
+                                                   UNIT_TOL, a, lam)
+        if status:
+            self._raise(status, q, v, tau, a_ref)
+        return ConstrainedResult(a, lam, it, res)
+
+    def impulse(self, q, v_free, corr):
+        """The velocity-level step of a time-stepping scheme (`impulse_solve_kernel`): Δv (nv,)
+        minimising ½‖Δv‖²_M with J(q)(v_free + Δv) = −corr (corr (m,), m/s), and the impulses
+        lam (m,) (M Δv = Jᵀ lam), as `ConstrainedResult(dv, lam, iterations, residual)` (residual:
+        ‖J Δv + J v_free + corr‖∞, m/s). q (nq,), v_free (nv,), corr: float arrays, trusted (no
+        checks: the caller's own state). Not for constraint sets that couple two moving bodies
+        under "constrainedABA" (use "proxPV")."""
+        if self._graph:
+            raise ValueError("impulse: rows between two moving bodies need algorithm='proxPV'")
+        dv, lam = np.empty(self.nv), np.empty(self.m)
+        status, it, res = impulse_solve_kernel(self._state, self._method, q, v_free, corr, self.mu, self.tol,
+                                               self.max_iter, dv, lam)
+        if status:
+            raise self.model.singular_mass_matrix_error(self._work.op)
+        return ConstrainedResult(dv, lam, it, res)
+
+    def _raise(self, status, q, v, tau, a_ref):
+        """The model's own message for a bad input (status of `constrained_solve_kernel`)."""
+        if status == SINGULAR:
+            raise self.model.singular_mass_matrix_error(self._work.op)
+        _inputs(self.model, q, v, tau, self.constraints, a_ref)
+        raise AssertionError(f"constrained_solve_kernel status {status} on inputs that pass the checks")
+
+
+UNIT_TOL = 1e-6          # as `Model.check_q`
+
+
+def _state(model, cs, w):
+    """The `ConstrainedState` of (model, cs) over the workspaces of w (a `_Work`)."""
+    it_row, it_side, lo, hi, lptr, own, se, tail = w.pv()
+    return ConstrainedState(model.jint, model.jfloat, model.armature, model.gravity, cs.cb_kind, cs.cb_row,
+                            cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg, w.oR, w.op, w.S, w.H, w.la, w.lb, w.kA,
+                            w.kB, w.vel, w.c, w.pA, w.gk, w.kref, w.IA, w.Lc, w.U, w.u, w.du, w.dpA, w.qprev, w.e,
+                            w.acc, w.rows, w.krow, w.lptr, w.lrow, w.jrow, w.se,
+                            (it_row, it_side, lo, hi, lptr, own, se) + tail)
+
+
+def _prepared(model, cs, algorithm):
+    """The `ConstrainedDynamics` of (model, cs, algorithm), cached on the ConstraintSet."""
+    cache = cs.__dict__.setdefault("_prepared", {})
+    cd = cache.get(algorithm)
+    if cd is None or cd.model is not model:
+        cd = cache[algorithm] = ConstrainedDynamics(model, cs, algorithm)
+    return cd
+
+
 # ----------------------------------------------------------------------------- constrainedABA
 def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
     """Constrained forward dynamics by constrainedABA (paper 002 Alg. 1–3), O(n + m) per
@@ -217,21 +329,11 @@ def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=5
     in fewer iterations. Constraints that couple two moving bodies (body-body contacts, loop
     closures) make the augmented inertia a graph, not a tree: their primal step uses the
     link-graph elimination of the matrix-free Λ_R (paper 000 Alg. 4), the same iterates.
-    Returns `ConstrainedResult` (see the module doc)."""
+    Runs `ConstrainedDynamics` (cached on a prebuilt ConstraintSet: pass one, or hold a
+    `ConstrainedDynamics`, for repeated calls). Returns `ConstrainedResult` (module doc)."""
     mu, tol, max_iter = _settings(mu, tol, max_iter)
-    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
-    w = _work(model, cs)
-    if w.coupled:
-        return _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref)
-    w.at(q, v, a_ref)
-    a = np.empty(model.nv)
-    lam = np.zeros(cs.m)
-    it, res = caba_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.rows, w.kA, w.krow, cs.dof,
-                          cs.sg, w.kref, w.lptr, w.lrow, w.jrow, w.se, mu, tol, max_iter, w.c, w.pA, w.IA, w.U, w.Lc,
-                          w.u, w.du, w.dpA, w.qprev, w.e, a, w.acc, lam)
-    if it < 0:
-        raise model.singular_mass_matrix_error(w.op)
-    return ConstrainedResult(a, -lam, int(it), float(res))
+    cs = as_constraint_set(model, constraints)
+    return _prepared(model, cs, "constrainedABA")._solve(q, v, tau, a_ref, mu, tol, max_iter)
 
 
 def _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref):
@@ -268,20 +370,11 @@ def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref
     Λ⁻¹ + I/μ (O(m³)), and a roll-out gives the accelerations. Handles every constraint kind,
     body-body rows included (a row's two sides merge at their common ancestor).
     Stops when min(‖J a + γ − a_ref‖∞, the least-squares error of Eq. 14) < tol or after
-    `max_iter` dual solves. Returns `ConstrainedResult`."""
+    `max_iter` dual solves. Runs `ConstrainedDynamics(..., algorithm="proxPV")`.
+    Returns `ConstrainedResult`."""
     mu, tol, max_iter = _settings(mu, tol, max_iter)
-    q, v, tau, cs, a_ref = _inputs(model, q, v, tau, constraints, a_ref)
-    w = _work(model, cs)
-    w.at(q, v, a_ref)
-    it_row, it_side, lo, hi, lptr, own, se, (KI, Wk, Zk, L, C, l, tmp) = w.pv()
-    a = np.empty(model.nv)
-    lam = np.zeros(cs.m)
-    it, res = pv_kernel(model.jint, model.armature, model.gravity, w.S, w.H, tau, w.la, w.lb, w.kA, w.kB, cs.dof,
-                        cs.sg, w.kref, it_row, it_side, lo, hi, lptr, own, w.jrow, se, mu, tol, max_iter, w.c, w.pA,
-                        w.IA, w.U, w.Lc, w.u, w.du, w.dpA, KI, Wk, Zk, L, C, l, tmp, lam, a, w.acc)
-    if it < 0:
-        raise model.singular_mass_matrix_error(w.op)
-    return ConstrainedResult(a, -lam, int(it), float(res))
+    cs = as_constraint_set(model, constraints)
+    return _prepared(model, cs, "proxPV")._solve(q, v, tau, a_ref, mu, tol, max_iter)
 
 
 # ----------------------------------------------------------------------------- proxLTL

@@ -15,6 +15,8 @@ the link rows of each link (CSR), `jrow` the joint rows, `se` (n,) 1 for links i
 """
 import numpy as np
 from numba import njit
+from numba.core import types
+from numba.experimental import structref
 
 import models.dynamics
 import models.joints
@@ -23,7 +25,7 @@ import models.spatial
 from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
 from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
-from models.kinematics import kinematics_kernel
+from models.kinematics import all_finite, kinematics_kernel, q_status_kernel
 
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
@@ -142,27 +144,40 @@ def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
             gk[r0 + r] = g
 
 
-@njit(cache=True, inline="always")
-def _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc):
-    """Roll-out at link i (Alg. 1 lines 11–12): q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ
-    (D = Lc Lcᵀ)."""
-    par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-    for r in range(6):
-        if par >= 0:
-            acc[i, r] = acc[par, r] + c[i, r]
-        else:
-            acc[i, r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
+@njit(cache=True)
+def rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, select):
+    """Roll-out (Alg. 1 lines 11–12) over the links i with se[i] == select (select = -1: all):
+    q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ (D = Lc Lcᵀ), a₀ = (−g, 0)."""
     w = np.empty(6)
-    for k in range(nvi):
-        w[k] = u[iv + k] - _dot_col(U, iv + k, acc[i])
-    cholesky_solve(Lc[i], nvi, w, w, w)
-    for k in range(nvi):
-        qdd[iv + k] = w[k]
-    for r in range(6):
-        t = acc[i, r]
+    for i in range(jint.shape[0]):
+        if select >= 0 and se[i] != select:
+            continue
+        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        for r in range(6):
+            if par >= 0:
+                acc[i, r] = acc[par, r] + c[i, r]
+            else:
+                acc[i, r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
+        if nvi == 1:                      # the same operations, scalar
+            x = u[iv]
+            for r in range(6):
+                x -= U[r, iv] * acc[i, r]
+            x /= Lc[i, 0, 0]
+            x /= Lc[i, 0, 0]
+            qdd[iv] = x
+            for r in range(6):
+                acc[i, r] += S[r, iv] * x
+            continue
         for k in range(nvi):
-            t += S[r, iv + k] * qdd[iv + k]
-        acc[i, r] = t
+            w[k] = u[iv + k] - _dot_col(U, iv + k, acc[i])
+        cholesky_solve(Lc[i], nvi, w, w, w)
+        for k in range(nvi):
+            qdd[iv + k] = w[k]
+        for r in range(6):
+            t = acc[i, r]
+            for k in range(nvi):
+                t += S[r, iv + k] * w[k]
+            acc[i, r] = t
 
 
 @njit(cache=True)
@@ -199,6 +214,40 @@ def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_bo
 
 
 # --------------------------------------------------------------------------- sweeps
+@njit(cache=True, inline="always")
+def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
+    """The backward step of `articulate_kernel` at a one-dof joint k (scalar D = Sᵀ Iᴬ S + dj,
+    Lcᵢ = √D): the same operations without the small-matrix loops. False if D ≤ 0."""
+    s0, s1, s2, s3, s4, s5 = S[0, k], S[1, k], S[2, k], S[3, k], S[4, k], S[5, k]
+    d = dj
+    for r in range(6):
+        t = (IA[i, r, 0] * s0 + IA[i, r, 1] * s1 + IA[i, r, 2] * s2 + IA[i, r, 3] * s3 + IA[i, r, 4] * s4
+             + IA[i, r, 5] * s5)
+        U[r, k] = t
+        d += S[r, k] * t
+    if not d > 0.0:
+        return False
+    Lc[i, 0, 0] = np.sqrt(d)
+    u[k] -= s0 * pA[i, 0] + s1 * pA[i, 1] + s2 * pA[i, 2] + s3 * pA[i, 3] + s4 * pA[i, 4] + s5 * pA[i, 5]
+    if par < 0:
+        return True
+    # pᴬ_λ += pᴬ + Iᴬ c + U (u − Uᵀ c)/D;  Iᴬ_λ += Iᴬ − U Uᵀ/D
+    y = u[k]
+    for r in range(6):
+        y -= U[r, k] * c[i, r]
+    y /= d
+    for r in range(6):
+        t = pA[i, r] + U[r, k] * y
+        for cc in range(6):
+            t += IA[i, r, cc] * c[i, cc]
+        pA[par, r] += t
+    for r in range(6):
+        w = U[r, k] / d
+        for cc in range(6):
+            IA[par, r, cc] += IA[i, r, cc] - w * U[cc, k]
+    return True
+
+
 @njit(cache=True)
 def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, jrow, kref, lam, mu, c, pA, IA, U,
                       Lc, u):
@@ -232,6 +281,15 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
         u[dof[r]] += sg[r] * (mu * kref[r] - lam[r])
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        if nvi == 1:
+            dj = armature[iv]
+            for j in range(jrow.shape[0]):
+                r = jrow[j]
+                if dof[r] == iv:
+                    dj += mu * sg[r] * sg[r]
+            if not _articulate_one(i, par, iv, dj, S, IA, U, Lc, c, pA, u):
+                return False
+            continue
         for k in range(nvi):
             for r in range(6):
                 t = 0.0
@@ -283,7 +341,7 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
 def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x, u, du, dpA):
     """Alg. 2 lines 1–3: the backward sweep over 𝒮_E of a change x (m,) of the multipliers λ
     (Δf = −Kᵀ x on links, Δτ = −sg x on joints), through Pᵢ = I − Uᵢ Dᵢ⁻¹ Sᵢᵀ, accumulated
-    into the stored uᵢ (so the roll-out of `_rollout_link` sees f^A + Δf). In pᴬ form:
+    into the stored uᵢ (so the roll-out of `rollout_kernel` sees f^A + Δf). In pᴬ form:
     Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ, Δuᵢ = Δτᵢ − Sᵢᵀ Δpᴬᵢ."""
     n = jint.shape[0]
     y = np.empty(6)
@@ -305,6 +363,17 @@ def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x
             xr = x[krow[e]]
             for a in range(6):
                 dpA[i, a] += K[e, a] * xr
+        if nvi == 1:                      # the same operations, scalar
+            z = du[iv]
+            for r in range(6):
+                z -= S[r, iv] * dpA[i, r]
+            du[iv] = z
+            u[iv] += z
+            if par >= 0:
+                z = z / Lc[i, 0, 0] / Lc[i, 0, 0]
+                for r in range(6):
+                    dpA[par, r] += dpA[i, r] + U[r, iv] * z
+            continue
         for k in range(nvi):
             du[iv + k] -= _dot_col(S, iv + k, dpA[i])
             u[iv + k] += du[iv + k]
@@ -337,9 +406,7 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
     if not articulate_kernel(jint, armature, S, H, tau, kA, krow, lptr, lrow, dof, sg, jrow, kref, lam, mu, c, pA,
                              IA, U, Lc, u):
         return -1, np.inf
-    for i in range(n):
-        if se[i]:
-            _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1)
     it = 1
     res = np.inf
     while True:
@@ -365,14 +432,10 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
                 for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
                     qprev[k] = qdd[k]
         force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA)
-        for i in range(n):
-            if se[i]:
-                _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+        rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1)
         it += 1
     # Alg. 3 lines 9–11: the links outside 𝒮_E
-    for i in range(n):
-        if not se[i]:
-            _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 0)
     return it, res
 
 
@@ -428,7 +491,7 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
     current link (line 9: Kᴬ ← Kᴬ Pᵢᵀ = Kᴬ − (D⁻¹ wᵀ) Uᵀ with w = Sᵢᵀ Kᴬᵀ (+ sg eₖ)), L gets
     w D⁻¹ wᵀ (line 10), l gets Kᴬ cᵢ + w D⁻¹ (uᵢ − Uᵢᵀ cᵢ) (line 11) and, past a root, Kᴬ a₀.
     The roll-out (lines 17–19) applies −Kᵀλ through `force_sweep_kernel` (the same sum
-    Σ Kᴬᵀλᴬ of line 18, propagated once) and `_rollout_link`.
+    Σ Kᴬᵀλᴬ of line 18, propagated once) and `rollout_kernel`.
     Stops when min(‖L λ − b‖∞, ‖L(L λ − b)‖∞ (Eq. 14)) < tol or after max_iter solves.
     Returns (iterations, ‖L λ − b‖∞); iterations = -1 if some Dᵢ is not PD."""
     n = jint.shape[0]
@@ -486,8 +549,7 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
     # lines 17–19: roll-out with the constraint forces −Kᵀλ
     _item_rows(kA, kB, it_row, it_side, KI)
     force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA)
-    for i in range(n):
-        _rollout_link(i, jint, gravity, S, U, Lc, c, u, qdd, acc)
+    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, -1)
     return it, res
 
 
@@ -560,3 +622,115 @@ def prox_ltl_kernel(jint, jfloat, armature, gravity, dpar, q, v, tau, J, gamma, 
     for k in range(nv):
         a[k] -= f[k]
     return it, res
+
+
+# --------------------------------------------------------------------------- prepared state
+@structref.register
+class ConstrainedStateType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class ConstrainedState(structref.StructRefProxy):
+    """Every array a prepared constrained-dynamics solve reads or writes, as one numba structref
+    (crosses the Python/numba boundary as one pointer, about 1 µs cheaper per 5 arrays than
+    passing them): model (jint, jfloat, armature, gravity), constraint set (cb_*, dof, sg),
+    rows and sweep workspaces (see `prepare_kernel`, `caba_kernel`), the proxPV items and
+    workspaces (`pv`, a tuple in the order of `pv_kernel`'s arguments)."""
+
+    def __new__(cls, *fields):
+        return _new_constrained_state(*fields)
+
+
+CONSTRAINED_STATE_FIELDS = (
+    "jint", "jfloat", "armature", "gravity", "cb_kind", "cb_row", "cb_nrows", "cb_body", "cb_f", "dof", "sg",
+    "oR", "op", "S", "H", "la", "lb", "kA", "kB", "vel", "c", "pA", "gk", "kref", "IA", "Lc", "U", "u", "du",
+    "dpA", "qprev", "e", "acc", "rows", "krow", "lptr", "lrow", "jrow", "se", "pv")
+structref.define_proxy(ConstrainedState, ConstrainedStateType, list(CONSTRAINED_STATE_FIELDS))
+
+
+@njit(cache=True)
+def _new_constrained_state(jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, oR,
+                           op, S, H, la, lb, kA, kB, vel, c, pA, gk, kref, IA, Lc, U, u, du, dpA, qprev, e, acc, rows,
+                           krow, lptr, lrow, jrow, se, pv):
+    """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
+    return ConstrainedState(jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, oR,
+                            op, S, H, la, lb, kA, kB, vel, c, pA, gk, kref, IA, Lc, U, u, du, dpA, qprev, e, acc,
+                            rows, krow, lptr, lrow, jrow, se, pv)
+
+
+# status codes of `constrained_solve_kernel`
+OK, BAD_Q, BAD_V, BAD_TAU, BAD_AREF, SINGULAR = 0, 1, 2, 3, 4, 5
+
+
+@njit(cache=True)
+def constrained_solve_kernel(st, method, q, v, tau, a_ref, mu, tol, max_iter, unit_tol, qdd, lam):
+    """One prepared constrained forward dynamics call (paper 002): the input checks (q finite
+    with unit quaternions within unit_tol, v, tau, a_ref finite: status BAD_* before anything
+    is written), `prepare_kernel`, then constrainedABA (method 0, Alg. 3, `caba_kernel`, unary
+    rows only) or proxPV (method 1, Alg. 4, `pv_kernel`). st: a `ConstrainedState`.
+    qdd (nv,), lam (m,) out, lam in this code base's sign (M q̈ = τ − c + Jᵀ lam).
+    Returns (status, iterations, residual)."""
+    if q_status_kernel(st.jint, q, unit_tol) != -1:
+        return BAD_Q, 0, np.inf
+    if not all_finite(v):
+        return BAD_V, 0, np.inf
+    if not all_finite(tau):
+        return BAD_TAU, 0, np.inf
+    if not all_finite(a_ref):
+        return BAD_AREF, 0, np.inf
+    prepare_kernel(st.jint, st.jfloat, st.gravity, q, v, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
+                   st.dof, a_ref, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
+                   st.kref)
+    if method == 0:
+        lam[:] = 0.0
+        it, res = caba_kernel(st.jint, st.armature, st.gravity, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof,
+                              st.sg, st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA,
+                              st.IA, st.U, st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, qdd, st.acc, lam)
+    else:
+        it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
+        it, res = pv_kernel(st.jint, st.armature, st.gravity, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof,
+                            st.sg, st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter,
+                            st.c, st.pA, st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam,
+                            qdd, st.acc)
+    if it < 0:
+        return SINGULAR, 0, np.inf
+    for r in range(lam.shape[0]):
+        lam[r] = -lam[r]
+    return OK, it, res
+
+
+@njit(cache=True)
+def impulse_solve_kernel(st, method, q, v_free, corr, mu, tol, max_iter, dv, lam):
+    """The velocity-level (impulse) form of `constrained_solve_kernel` for a time step:
+    Δv minimising ½ ‖Δv‖²_M subject to J(q) (v_free + Δv) = −corr, by the same proximal
+    iterations (paper 002 Eq. 2 with a_free = 0, no velocity or gravity terms, and the
+    desired constraint "accelerations" −(J v_free + corr)): constrainedABA (method 0, unary
+    rows) or proxPV (method 1). dv (nv,), lam (m,) out: M Δv = Jᵀ lam (lam: impulses, N·s).
+    q and v_free are trusted (the simulator's state). Returns (status, iterations, residual)."""
+    zero = np.zeros(st.gravity.shape[0])
+    # kinematics, rows K at q and link velocities at v_free (vel); then J v_free
+    prepare_kernel(st.jint, st.jfloat, zero, q, v_free, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
+                   st.dof, corr, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
+                   st.kref)
+    gather_kernel(st.rows, st.vel, v_free, st.e)
+    for r in range(corr.shape[0]):
+        st.kref[r] = -(st.e[r] + corr[r])
+    st.c[:, :] = 0.0
+    st.pA[:, :] = 0.0
+    tau = np.zeros(dv.shape[0])
+    if method == 0:
+        lam[:] = 0.0
+        it, res = caba_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof, st.sg,
+                              st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA, st.IA, st.U,
+                              st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, dv, st.acc, lam)
+    else:
+        it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
+        it, res = pv_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof, st.sg,
+                            st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter, st.c, st.pA,
+                            st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam, dv, st.acc)
+    if it < 0:
+        return SINGULAR, 0, np.inf
+    for r in range(lam.shape[0]):
+        lam[r] = -lam[r]
+    return OK, it, res

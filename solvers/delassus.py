@@ -170,6 +170,7 @@ class MatrixFreeDelassus(_Rows):
         self._fac = None
         self._factored = False
         self._reuse = None
+        self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
         if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
             self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
             self._reuse = reuse          # its `fac` storage, if the elimination structure matches
@@ -288,11 +289,19 @@ class MatrixFreeDelassus(_Rows):
 
     def kernel_state(self):
         """(geo, fac, ws) tuples for the compiled drivers (`solvers.admm.admm_kernel`); the
-        factor storage exists but holds a factorisation only after `update_damping`."""
+        factor storage exists but holds a factorisation only after `update_damping`. The same
+        tuple objects come back while the Data, factor storage and workspaces are the same
+        objects (the last two Data, which a simulator alternates), so callers can cache per
+        tuple identity (`solvers.opstate.operator_state`)."""
         self._need_aba()
         if self._st is None:
             self._structure()
-        return self._geo(), self._fac, self._ws
+        for key in self._kstates:
+            if key[0] is self.data and key[1] is self._fac and key[2] is self._ws:
+                return key[3]
+        state = (self._geo(), self._fac, self._ws)
+        self._kstates = [(self.data, self._fac, self._ws, state)] + self._kstates[:1]
+        return state
 
     def update_damping(self, d):
         """Set R⁻¹ = diag(d) (scalar or (m,)) and refactor M_R = M + Jᵀ R J (Alg. 4 backward

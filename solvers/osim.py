@@ -20,13 +20,24 @@ links) would make M_R leave the tree; they are kept out of the augmentation and 
 by the Schur complement S = L_BB + diag(d_B) of L = J M_R⁻¹ Jᵀ on those m_B rows:
     Λ_BB = S⁻¹,  Λ_UB = −R_U L_UB S⁻¹,  Λ_UU = R_U − R_U L_UU R_U + R_U L_UB S⁻¹ L_BU R_U
 (exact block inversion; O(n + m² + m_B³), the paper's O(n + m²) when m_B = 0).
-Accuracy: Eq. 40 subtracts two terms of size R = 1/d, and with the augmented (stiff) inertias
-the extended force propagators 𝒜P grow like √R, so Eq. 18's ⁰Ω = 𝒜Ω + 𝒜Pᵀ ⁰Ω_𝒜 𝒜P carries
-large cancelling terms: the relative error of Λ_μ grows like ε R² ‖Ω‖. Measured against
-40-digit arithmetic on a random 14-link forest: 2e-12 at d = 0.1, 2e-10 at d = 1e-2, 5e-9 at
-d = 1e-3 for cABA-OSIM; cABA-OSIMf, which applies the base's propagators to the rows before
-its inverse inertia (Eq. 41), stayed at 3e-12 at d = 1e-3 there. For small d prefer
-`MatrixFreeDelassus.solve(b, refine=1)` or the dense Cholesky route.
+Accuracy (measured against 40-digit arithmetic; the formula is the paper's, the loss is not a
+defect of this implementation): Λ_μ loses about ε R² relative, R = 1/d. Two factors of R:
+  - Eq. 40 subtracts two terms of size R (Λ_μ = R − R L R with L ≈ d): the dense Eq. 40
+    (L by a Cholesky of M_R = M + Jᵀ R J) loses ε R: 6e-14 at d = 1e-3, 7e-12 at d = 1e-5.
+  - The recursion forms L = K ⁰Ω Kᵀ from the 6 × 6 inverse inertias ⁰Ω of the stiff system
+    (Eq. 18). In the directions the rows do not span (a 3D point on a link; a weld on a link
+    with unconstrained descendants) ⁰Ω stays of the size of the free inverse inertias, so L
+    (of size d) carries an absolute error ε‖⁰Ω‖ that does not shrink with d: Talos with both
+    feet held at a point, |L − L_exact| ≈ 4e-14 for every d in 1e-1 … 1e-4, relative 5e-13 at
+    d = 0.1 and 1e-10 at d = 1e-4. Eq. 40 multiplies it by R².
+  Measured relative errors of Λ_μ (cABA-OSIM / cABA-OSIMf / dense Eq. 40): Talos feet points
+  8e-12 / 8e-12 / 1e-15 at d = 1e-2, 3e-10 / 3e-10 / 3e-14 at d = 1e-3; a random 14-link
+  forest with three point closures 8e-11 / 1e-12 / 3e-15 at 1e-2, 6e-9 / 1e-10 / 5e-14 at
+  1e-3; Talos with both feet welded (6D on leaves: ⁰Ω is of size d in every direction) stays
+  at 1e-14 down to d = 1e-3. A cheap fix would need L to relative accuracy without the m × m
+  factorisation the algorithm avoids (one refinement step costs O(m³)); none was found.
+  So: 1e-9 holds for d ≥ 1e-2 (tested); for small d prefer `MatrixFreeDelassus.solve(b,
+  refine=1)` or the dense Cholesky route.
 """
 from __future__ import annotations
 

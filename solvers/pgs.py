@@ -84,15 +84,26 @@ def pgs_kernel(G, g, kind, start, size, param, lam, max_iter, tol, over_relax):
     return it, change
 
 
+def explicit_matrix(matvec, m):
+    """G (m, m) of a linear operator from its m products with the unit vectors."""
+    return np.column_stack([matvec(e) for e in np.eye(m)]) if m else np.zeros((0, 0))
+
+
 class PGSSolver:
-    """``solve(G, g, cones, compliance=None, x0=None)`` on an explicit G (m, m)."""
+    """``solve(G, g, cones, compliance=None, x0=None)`` on an explicit G (m, m), or
+    ``solve(problem)`` on a step's problem (an object with op, g, cones, compliance, x0, such as
+    `simstep.problem.ContactProblem`; G is formed from its operator)."""
 
     def __init__(self, max_iter=1000, tol=1e-10, over_relax=1.0):
         if not (max_iter >= 1 and tol > 0 and 0 < over_relax < 2):
             raise ValueError("PGS needs max_iter ≥ 1, tol > 0 and 0 < over_relax < 2")
         self.max_iter, self.tol, self.over_relax = int(max_iter), float(tol), float(over_relax)
 
-    def solve(self, G, g, cones: ConeSet, compliance=None, x0=None):
+    def solve(self, G, g=None, cones: ConeSet = None, compliance=None, x0=None):
+        if g is None and cones is None:          # a step's problem
+            p = G
+            G = p.op.matrix() if hasattr(p.op, "matrix") else explicit_matrix(p.op.matvec, p.cones.m)
+            return self.solve(G, p.g, p.cones, compliance=p.compliance, x0=p.x0)
         t0 = time.perf_counter()
         G = np.array(G, dtype=float)
         g = np.asarray(g, dtype=float)

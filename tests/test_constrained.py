@@ -249,3 +249,78 @@ def test_default_settings_converge_fast(method):
     r = method(model, q, v, tau, cons)
     assert r.iterations <= 5 and r.residual < 1e-10
     assert rel(r.a, a_ref) < 1e-7 and rel(r.lam, lam_ref) < 1e-7
+
+
+# ----------------------------------------------------------------------------- prepared calls
+@pytest.mark.parametrize("algorithm", ["constrainedABA", "proxPV"])
+def test_prepared_object_matches_kkt_at_every_state(algorithm):
+    """One `ConstrainedDynamics` solved at several states (workspaces reused) against the dense
+    KKT oracle at each; a bad input raises with the model's message and leaves no trace."""
+    rng = np.random.default_rng(4)
+    model = _robot("solo12")
+    cons = ROBOT_SETS["solo12"](rng)
+    cd = solvers.ConstrainedDynamics(model, cons, algorithm=algorithm, mu=1e4, tol=1e-12, max_iter=100)
+    for _ in range(3):
+        q, v, tau = _state(model, rng)
+        r = cd.solve(q, v, tau)
+        a_ref, lam_ref = kkt(model, q, v, tau, cons)
+        assert rel(r.a, a_ref) < TOL and rel(r.lam, lam_ref) < TOL
+        assert r.iterations >= 1 and r.residual < 1e-8
+    bad = q.copy()
+    bad[5] = 2.0                                     # the base quaternion is no longer unit
+    with pytest.raises(ValueError, match="quaternion"):
+        cd.solve(bad, v, tau)
+    with pytest.raises(ValueError, match="v contains NaN"):
+        cd.solve(q, np.full(model.nv, np.nan), tau)
+    with pytest.raises(ValueError, match="a_ref"):
+        cd.solve(q, v, tau, a_ref=np.full(cd.m, np.inf))
+    assert np.array_equal(cd.solve(q, v, tau).a, r.a)
+    r2 = cd.solve(list(q), list(v), list(tau))      # converted by the model's checks
+    assert np.array_equal(r2.a, r.a)
+
+
+def test_prepared_object_settings_and_names():
+    rng = np.random.default_rng(0)
+    model = _robot("panda")
+    with pytest.raises(ValueError, match="algorithm"):
+        solvers.ConstrainedDynamics(model, [_weld("panda_link7")], algorithm="aba")
+    with pytest.raises(ValueError, match="mu"):
+        solvers.ConstrainedDynamics(model, [_weld("panda_link7")], mu=0.0)
+    cd = solvers.ConstrainedDynamics(model, [_weld("panda_link7")], tol=0.0, max_iter=3)
+    q, v, tau = _state(model, rng)
+    assert cd.solve(q, v, tau).iterations == 3
+    cd.set_settings(max_iter=50)
+    fn = solvers.constrained_aba(model, q, v, tau, [_weld("panda_link7")])
+    r = cd.solve(q, v, tau)
+    assert np.array_equal(r.a, fn.a) and r.iterations == fn.iterations
+
+
+# ----------------------------------------------------------------------------- velocity-level step
+@pytest.mark.parametrize("algorithm,between_links", [("constrainedABA", False), ("proxPV", False), ("proxPV", True)])
+def test_impulse_step_matches_dense_projection(algorithm, between_links):
+    """`ConstrainedDynamics.impulse`: Δv = argmin ½‖Δv‖²_M s.t. J (v_f + Δv) = −corr, against the
+    dense M-metric projection Δv = M⁻¹Jᵀ G⁺ b, b = −(J v_f + corr), G = J M⁻¹ Jᵀ (G⁺: the
+    pseudo-inverse, so that a redundant set is covered: two welds and a point on one link)."""
+    rng = np.random.default_rng(8)
+    model = random_forest(rng, 12, nroots=1)
+    q = model.integrate(model.neutral(), rng.normal(size=model.nv) * 0.5, 1.0)
+    other = (lambda: int(rng.integers(model.nbodies))) if between_links else (lambda: "world")
+    cons = [LoopClosure(9, place(rng), other(), place(rng), kind="weld"),
+            LoopClosure(5, place(rng), other(), place(rng), kind="point"),
+            LoopClosure(5, place(rng), other(), place(rng), kind="point")]
+    cd = solvers.ConstrainedDynamics(model, cons, algorithm=algorithm, mu=1e4, tol=1e-13, max_iter=500)
+    J = oracle_J(model, q, cons)
+    M = models.crba(model, q)
+    X = np.linalg.solve(M, J.T)
+    G = J @ X
+    for _ in range(2):
+        v_free, corr = rng.normal(size=model.nv), rng.normal(size=J.shape[0]) * 0.1
+        b = -(J @ v_free + corr)
+        if np.linalg.matrix_rank(J) < J.shape[0]:       # keep b consistent (in the range of J)
+            corr = -(J @ v_free) - J @ rng.normal(size=model.nv)
+            b = -(J @ v_free + corr)
+        dv_ref = X @ np.linalg.lstsq(G, b, rcond=1e-12)[0]
+        r = cd.impulse(q, v_free, corr)
+        assert rel(r.a, dv_ref) < TOL, rel(r.a, dv_ref)
+        assert rel(np.linalg.solve(M, J.T @ r.lam), dv_ref) < TOL       # M Δv = Jᵀ lam
+        assert np.max(np.abs(J @ (v_free + r.a) + corr)) < 1e-9 and r.residual < 1e-9

@@ -103,8 +103,8 @@ def energy_terms(sim):
 
 def snapshot(sim):
     c = sim.contacts
-    return [sim.q.copy(), sim.v.copy(), sim.t, sim.steps, sim._fext.copy(), sim._warm_keys.copy(),
-            sim._warm_lam.copy(), sim.data.oR.copy(), sim.data.IA.copy(), c.position.copy(), c.impulse.copy(),
+    return [sim.q.copy(), sim.v.copy(), sim.t, sim.steps, sim._fext.copy(), sim.assembler.warm.keys.copy(),
+            sim.assembler.warm.lam.copy(), sim.data.oR.copy(), sim.data.IA.copy(), c.position.copy(), c.impulse.copy(),
             dict(sim.stats.as_dict())]
 
 

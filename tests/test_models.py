@@ -118,6 +118,7 @@ def test_dynamics_identities_with_fixed_joints_and_armature(case):
     kinds, branching = TREE_CASES[case]
     model, _ = random_tree(rng, 15, kinds, branching, with_fixed=True)
     model.armature[:] = rng.uniform(0, 0.1, model.nv)
+    data = models.Data(model)       # reused: after the first q, the leaves keep their D⁻¹
     for _ in range(5):
         q = model.random_configuration(rng)
         v, a = rng.normal(size=(2, model.nv))
@@ -128,9 +129,10 @@ def test_dynamics_identities_with_fixed_joints_and_armature(case):
         assert rel_err(M @ a + models.rnea(model, q, v, np.zeros(model.nv), fext), tau) < 1e-10
         assert np.allclose(M, M.T, atol=0)
         assert np.linalg.eigvalsh(M).min() > 0
-        # the cached bias-free sweep is M⁻¹ (paper 000 Alg. 2)
-        data = models.Data(model).compute(q)
+        # the cached bias-free sweep is M⁻¹ (paper 000 Alg. 2), also on a Data computed before
+        data.compute(q)
         assert rel_err(data.minv(tau), np.linalg.solve(M, tau)) < 1e-10
+        assert np.allclose(data.Dinv, models.Data(model).compute(q).Dinv, rtol=1e-12, atol=1e-12)
 
 
 def test_external_forces_enter_as_jacobian_transpose():

@@ -5,9 +5,11 @@ not from the link rows the algorithms use), M from `models.crba`, G = J M⁻¹ J
 Cholesky, and (G + diag d)⁻¹ by a dense Cholesky inverse (accurate to ~1e-13 here: checked
 against 40-digit arithmetic on the worst case below while writing these tests).
 
-Damping range: cABA-OSIM's Eq. 40 on the stiff augmented inertias loses accuracy like ε R² with
-R = 1/d (see `solvers.osim`): 1e-9 holds for d ≥ 1e-2 and is tested there; at d = 1e-3 a random
-forest measured 5e-9 (plain) and 3e-12 (cABA-OSIMf, which grounds the base).
+Damping range: cABA-OSIM loses accuracy like ε R² with R = 1/d, one R from Eq. 40's
+cancellation and one from forming L = J M_R⁻¹ Jᵀ out of 6 × 6 link inverse inertias in
+directions the rows do not span (see `solvers.osim` for the measurements): 1e-9 holds for
+d ≥ 1e-2 and is tested there; where the rows span every direction of the constrained leaves
+(6D welds), the recursion loses only Eq. 40's ε R (`test_caba_osim_small_damping_on_welded_leaves`).
 """
 import numpy as np
 import pytest
@@ -167,6 +169,18 @@ def test_branching_mechanism(k):
 def test_constrained_chain():
     model, q, cons = constrained_chain(9)
     check(model, q, cons, dampings=(1e-2,))
+
+
+def test_caba_osim_small_damping_on_welded_leaves():
+    """Talos with both feet welded (6D rows on leaf links: ⁰Ω of the stiff system is of size d in
+    every direction there) keeps 1e-10 at d = 1e-3, where point rows lose ε R² (`solvers.osim`)."""
+    model = robot("talos")
+    q = model.neutral()
+    cons = [weld_here(model, q, "leg_left_6_link"), weld_here(model, q, "leg_right_6_link")]
+    G = dense_G(model, q, cons)
+    ref = dense_inverse(G, 1e-3)
+    for f in (caba_osim, caba_osimf):
+        assert relmax(f(model, q, cons, 1e-3), ref) <= 1e-10, f.__name__
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -133,7 +133,7 @@ def test_error_kernel_matches_oracle(name):
     # the simulator's error of the velocity-level rows (its Baumgarte term) is the same quantity
     sim = simstep.Simulator(w, dt=1e-3)
     sim.set_state(q, np.zeros(w.model.nv))
-    np.testing.assert_allclose(np.concatenate([sim._loop_errors(c) for c in w.constraints]), e, atol=1e-14)
+    np.testing.assert_allclose(np.concatenate([sim.loop_error(c) for c in w.constraints]), e, atol=1e-14)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -215,11 +215,11 @@ def test_simulator_projects_loop_closures_by_default():
         st = sim.step()
         iters.append(st.projection_iterations)
         assert st.projection_residual <= sim.projection_tol
-        worst = max(worst, float(np.abs(sim._loop_errors(loop)).max()))
+        worst = max(worst, float(np.abs(sim.loop_error(loop)).max()))
     assert worst <= 1e-10 and max(iters) >= 1 and st.time_projection > 0
     off = simstep.Simulator(w, dt=w.dt, project_closures=False)
     off.run(300)
-    assert off.stats.projection_iterations == 0 and float(np.abs(off._loop_errors(loop)).max()) > 1e-8
+    assert off.stats.projection_iterations == 0 and float(np.abs(off.loop_error(loop)).max()) > 1e-8
     # no loop closures: nothing to project
     free = simstep.Simulator(scenes.box_stack(2), dt=1e-3)
     assert not free.project_closures and free.step().projection_iterations == 0

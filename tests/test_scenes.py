@@ -131,7 +131,7 @@ def test_pendulum_formulations_start_identical(n):
     # moving towards the wall (+x) at the tip: ω × r with ω = -1 about y
     assert sm.body_velocity(wm.last_link)[0][0] > 0
     for c in wx.constraints:
-        assert np.abs(sx._loop_errors(c)).max() < 1e-12
+        assert np.abs(sx.loop_error(c)).max() < 1e-12
     # collision filter: neighbours never tested, links two apart tested
     for sim, f in ((sm, "minimal"), (sx, "maximal")):
         det = sim.detector
@@ -173,7 +173,7 @@ def _pendulum_run(formulation, dt):
         z.append(sim.body_pose(w.last_link)[0][2])
         contacts = max(contacts, sim.stats.ncontacts)
         for c in w.constraints:
-            closure = max(closure, float(np.linalg.norm(sim._loop_errors(c))))
+            closure = max(closure, float(np.linalg.norm(sim.loop_error(c))))
     return dict(z=np.array(z), closure=closure, contacts=contacts)
 
 
@@ -235,7 +235,7 @@ def test_four_bar_closes_and_turns():
     err = 0.0
     for _ in range(1500):
         sim.step()
-        err = max(err, float(np.abs(sim._loop_errors(loop)).max()))
+        err = max(err, float(np.abs(sim.loop_error(loop)).max()))
     assert sim.q[0] > 2 * np.pi        # the crank turned a full revolution
     assert err < 1e-5
 

@@ -124,7 +124,7 @@ def test_four_bar_loop_closure_holds(tmp_path):
     swing = []
     for _ in range(5000):
         sim.step()
-        err = max(err, np.abs(sim._loop_errors(loop)).max())
+        err = max(err, np.abs(sim.loop_error(loop)).max())
         swing.append(sim.q[0])
     assert err <= 1e-6
     assert np.ptp(swing) > 0.2, "the linkage should swing"
@@ -247,11 +247,11 @@ def test_unchanged_contact_set_is_refreshed_in_place_bitwise():
     fast, slow = simstep.Simulator(world), simstep.Simulator(world)
     ops, reused = set(), 0
     for _ in range(400):
-        slow._last_set = None            # forces the rebuild path
+        slow.assembler.last_set = None            # forces the rebuild path
         fast.step()
         slow.step()
-        reused += id(fast._op) in ops
-        ops.add(id(fast._op))
+        reused += id(fast.assembler.op) in ops
+        ops.add(id(fast.assembler.op))
     assert reused > 300                  # the in-place path is the common one on a settled pile
     assert np.array_equal(fast.q, slow.q) and np.array_equal(fast.v, slow.v)
     assert np.array_equal(fast.contacts.impulse, slow.contacts.impulse)

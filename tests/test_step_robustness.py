@@ -82,7 +82,7 @@ def check_failed_step_is_a_no_op(sim, twin, call, cause):
 def test_actuation_that_raises():
     w = spinning_box_on_ground()
     sim, twin = stepped(w), stepped(w)
-    assert len(sim.contacts) > 0 and sim._warm_lam.size > 0
+    assert len(sim.contacts) > 0 and sim.assembler.warm.lam.size > 0
 
     def broken(s):
         raise RuntimeError("controller lost its sensor")

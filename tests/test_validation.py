@@ -285,8 +285,9 @@ def test_simulator_needs_a_world():
 # ---------------------------------------------------------------- Simulator methods
 def snapshot(sim):
     """Everything a step reads or writes (state, contacts, warm start, pending forces, settings)."""
-    skip = {"detector", "admm", "pgs", "data", "world", "model", "stats", "_op", "_tail", "_closure_set", "_proj_data"}
+    skip = {"detector", "admm", "pgs", "data", "world", "model", "stats", "assembler", "bilateral", "_closure_set", "_proj_data"}
     keep = {k: v for k, v in sim.__dict__.items() if k not in skip}
+    keep["warm_start"] = tuple(sim.assembler.warm)[:4]
     keep["kinematics"] = (sim.data.oR.copy(), sim.data.op.copy())
     return pickle.dumps(keep)
 

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 import models
-from simstep import matrix_to_quat
+from models.spatial import matrices_to_quats_xyzw
 
 from .scene import (SceneRecord, anchor_objects, arrow_object, geometry_objects, grid_object, load_mesh,
                     point_object, set_object_bytes, set_property_bytes, shadow_light_object, world_anchors,
@@ -102,15 +102,6 @@ def _frames_along(d):
     a /= np.linalg.norm(a, axis=1, keepdims=True)
     b = np.cross(d, a)
     return np.stack([a, b, d], axis=2)
-
-
-def _quats(R):
-    """xyzw quaternions (k, 4) of rotations (k, 3, 3), sign-continuous along k."""
-    Q = np.array([matrix_to_quat(r) for r in R]) if len(R) else np.zeros((0, 4))
-    for i in range(1, len(Q)):
-        if Q[i] @ Q[i - 1] < 0:
-            Q[i] = -Q[i]
-    return Q
 
 
 LOOP_FOREVER = 2 ** 31 - 1     # repetitions of a looping replay (three.js counts them)
@@ -547,7 +538,7 @@ class MeshcatViewer:
             return tr
 
         anims = [(self._body_paths[b], [track(".position", "vector3", pos[b]),
-                                        track(".quaternion", "quaternion", _quats(rot[b]))]) for b in range(nb)]
+                                        track(".quaternion", "quaternion", matrices_to_quats_xyzw(rot[b]))]) for b in range(nb)]
         if contacts is not None and self.show_contacts:
             frames = [contact_arrows(contacts[i], dt=dt) for i in idx]
             K = max(len(P) for P, _ in frames)
@@ -566,7 +557,7 @@ class MeshcatViewer:
                     R = T[:, :3, :3].copy()
                     L = np.linalg.norm(R[:, :, 2], axis=1)
                     R[:, :, 2] /= np.where(L > 0, L, 1.0)[:, None]
-                    f_quat[:k, j] = _quats(R)
+                    f_quat[:k, j] = matrices_to_quats_xyzw(R)
                     f_scale[:k, j][ok] = np.stack([np.ones(k), np.ones(k), L], 1)[ok]
             for i in range(K):
                 anims.append((self._pool_path["points"][i], [track(".position", "vector3", p_pos[i], True),

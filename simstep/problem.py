@@ -1,0 +1,361 @@
+"""One step's constraint problem, assembled for the contact solver (stage 4 of `Simulator.step`).
+
+A `ContactProblem` holds what the solvers need: the constraint set and its cones, the Delassus
+operator G = J M⁻¹ Jᵀ at q, the free constraint velocities with their targets
+g = J v_f + targets (m/s), the contacts' compliance R_c, the warm start x0 and λ_max(G).
+`ProblemAssembler` (one per simulator) builds it every step and keeps across steps what did
+not change:
+
+  rows        contacts (cones, in detection order), then the world's loop closures (free
+              rows), the joint limits within reach (orthant) and joint dry friction (box); the
+              part after the contacts is rebuilt only when the active limits change, the
+              contact part refreshed in place when the contacts come from the same geometry
+              pairs in the same order (`solvers.ConstraintSet.refresh_contacts`);
+  operator    refreshed at the step's `models.Data` for an unchanged set, else rebuilt on the
+              previous operator's arrays;
+  targets     speculative distance, Baumgarte push-out capped at max_depenetration_velocity,
+              Newton restitution of isolated impacts (`contact_targets_kernel`), loop-closure
+              drift and joint-limit gaps with the same treatment;
+  warm start  the previous impulses matched by geometry pair and nearest point
+              (`warm_start_kernel`), the rows after the contacts carried over;
+  λ_max       re-estimated only when the constraint graph changes (`max_eigenvalue`).
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from solvers import ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
+from solvers.admm import lanczos_max_eigenvalue
+from solvers.cones import ConeSet
+
+WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
+
+_EMPTY_I = np.zeros(0, np.int64)
+
+
+@njit(cache=True)
+def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, x0):
+    """x0[3i:3i+3] = frameᵢᵀ w, w = F λ the previous world impulse of the previous contact point
+    of the same geometry pair (key // 4) nearest to pointᵢ, within `gate` (m), each previous
+    point used once (previous frame F, impulse λ in its axes); returns True if any contact
+    matched. Matching by position rather than by the key's slot: a pair's slots are ranked by
+    angle about the patch centre, which reorders when a patch gains or loses a point (measured
+    on mesh contacts: the same key jumping 2–6 cm between steps, a warm start worse than zero)."""
+    pp = prev_keys // 4
+    order = np.argsort(pp)
+    sp = pp[order]
+    used = np.zeros(prev_keys.shape[0], np.bool_)
+    hit = False
+    w = np.empty(3)
+    g2 = gate * gate
+    for i in range(keys.shape[0]):
+        pair = keys[i] // 4
+        j = np.searchsorted(sp, pair)
+        best, bo = g2, -1
+        while j < sp.shape[0] and sp[j] == pair:
+            o = order[j]
+            if not used[o]:
+                d2 = (prev_pos[o, 0] - pos[i, 0]) ** 2 + (prev_pos[o, 1] - pos[i, 1]) ** 2 + \
+                    (prev_pos[o, 2] - pos[i, 2]) ** 2
+                if d2 <= best:
+                    best, bo = d2, o
+            j += 1
+        if bo < 0:
+            continue
+        used[bo] = True
+        o = bo
+        for a in range(3):
+            w[a] = prev_frames[o, a, 0] * prev_lam[3 * o] + prev_frames[o, a, 1] * prev_lam[3 * o + 1] + \
+                prev_frames[o, a, 2] * prev_lam[3 * o + 2]
+        for r in range(3):
+            x0[3 * i + r] = frames[i, 0, r] * w[0] + frames[i, 1, r] * w[1] + frames[i, 2, r] * w[2]
+        hit = True
+    return hit
+
+
+@njit(cache=True, inline="always")
+def dead_band(phi, slop):
+    """A signed distance (m; a joint's gap in rad or m) with the slop band [−slop, slop] removed:
+    resting contacts inside the band get the velocity target 0 exactly, so the targets of a
+    redundant contact set (four corners of a face) stay consistent with a rigid motion;
+    distances beyond it keep their speculative or push-out targets, shifted by the band."""
+    return phi - slop if phi > slop else (phi + slop if phi < -slop else 0.0)
+
+
+@njit(cache=True)
+def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g):
+    """Add to the normal rows of g (3i + 2) the contacts' velocity targets, from the signed
+    distances with the slop band removed (φ = `dead_band`(distance, slop)): a gap φ > 0 may
+    close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate erp φ/dt
+    but never faster than vmax (m/s; dt-independent, as PhysX's maxDepenetrationVelocity),
+    and an approaching contact faster than the threshold that closes within the step gets
+    Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
+    for i in range(distance.shape[0]):
+        phi = dead_band(distance[i], slop)
+        corr = phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
+        v = vn_pre[3 * i + 2]
+        if e[i] > 0 and v < -threshold and phi <= -v * dt + 1e-12:
+            corr = e[i] * v
+        g[3 * i + 2] += corr
+
+
+def isolated_pairs(body1, body2):
+    """(k,) 1.0 for the contacts whose two bodies touch nothing else this step (all their
+    contacts are with each other; the world counts as touching nothing), else 0.0. Newton's
+    restitution applied contact by contact to a body wedged between others can create energy
+    (Stewart, "Rigid-body dynamics with friction and impact", SIAM Review 2000), so
+    only isolated impacts bounce; the others are inelastic."""
+    lo, hi = np.minimum(body1, body2), np.maximum(body1, body2)
+    pair = lo * (hi.max() + 2) + hi
+    ok = np.ones(body1.shape[0])
+    for b in np.unique(np.concatenate([body1, body2])):
+        if b < 0:
+            continue
+        mine = (body1 == b) | (body2 == b)
+        if np.unique(pair[mine]).size > 1:
+            ok[mine] = 0.0
+    return ok
+
+
+class ContactProblem(NamedTuple):
+    """One step's problem (module docstring). op is None for a step of loop closures only,
+    solved by `simstep.bilateral_step` (g then holds their stabilisation targets alone). m rows: 3 per contact (t1, t2, n), then the rows
+    after the contacts; g (m,) m/s; compliance (m,) or None; x0 (m,) N·s or None; jv: a function
+    returning the bodies' incoming constraint velocity J v (m,) (for the next warm start), or
+    None without a warm start; max_eigenvalue: λ_max(G) estimate (1/kg); contacts: the detected
+    `collision.Contacts` behind the first 3k rows."""
+    cs: ConstraintSet
+    cones: ConeSet
+    op: object
+    g: np.ndarray
+    compliance: np.ndarray | None
+    x0: np.ndarray | None
+    max_eigenvalue: float
+    jv: Callable | None
+    contacts: object
+
+
+class WarmStart(NamedTuple):
+    """The last step's contacts (keys (k,), positions (k, 3), frames (k, 3, 3)) and the warm
+    start it left (λ (m,) N·s), with the tail of rows it was computed on."""
+    keys: np.ndarray
+    position: np.ndarray
+    frame: np.ndarray
+    lam: np.ndarray
+    tail: object = None
+
+
+_NO_WARM = WarmStart(_EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros(0))
+
+
+class ProblemAssembler:
+    """Builds each step's `ContactProblem` for a `Simulator` (reads its settings: dt, erp,
+    contact_slop, max_depenetration_velocity, restitution_threshold, joint limits, operator, the
+    world's extra constraints) and owns the caches carried between steps: the rows after the
+    contacts (`tail`), the last constraint set, the operator, λ_max and the warm start."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        m = sim.model
+        dof_joint = sim._joints_of_dofs(np.arange(m.nv))
+        self.fric_dofs = np.flatnonzero(m.friction > 0)
+        self._fric_joint_names = list(dict.fromkeys(dof_joint[d] for d in self.fric_dofs))
+        # joint-limit candidates: one row per finite bound, (dof, q index, bound, sign, (joint, side))
+        lim = [(d, side, b, sgn) for d in range(m.nv)
+               for side, b, sgn in (("lower", m.lower[d], 1.0), ("upper", m.upper[d], -1.0)) if np.isfinite(b)]
+        self._lim_dof = np.array([r[0] for r in lim], np.int64)
+        body = np.searchsorted(m.idx_v, self._lim_dof, side="right") - 1
+        self._lim_q = m.idx_q[body] + self._lim_dof - m.idx_v[body]
+        self._lim_val = np.array([r[2] for r in lim], float)
+        self._lim_sgn = np.array([r[3] for r in lim], float)
+        self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
+        self.warm = _NO_WARM
+        self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
+        self.last_set = None     # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
+        self.op = None           # the last operator (its arrays are reused by the next one)
+        self._eig = None         # (graph key, rows, λ_max)
+
+    # ------------------------------------------------------------------ step protocol
+    def snapshot(self):
+        """What `build` may change, for `restore` after a failed step."""
+        return self.op, self._eig, self.tail
+
+    def restore(self, saved):
+        self.op, self._eig, self.tail = saved
+
+    def reset_warm(self):
+        """Forget the warm start (a new state)."""
+        self.warm = _NO_WARM
+
+    def commit(self, c, warm_lam):
+        """After a successful step: its contacts c and the solver's warm start for the next."""
+        self.warm = WarmStart(c.key, c.position, c.frame, warm_lam, self.tail)
+
+    def build(self, c, q, v, v_free, data):
+        """The step's `ContactProblem`, or None without constraint rows. c: the detected
+        `collision.Contacts`; q (nq,), v (nv,): the step's start state; v_free (nv,); data: the
+        `models.Data` at q."""
+        k = len(c)
+        cs, cones, extra_err, limit_rows = self._constraints(c, k, q, v_free, data)
+        if not cones.m:
+            return None
+        bilateral = self.sim.bilateral
+        if bilateral is not None and bilateral.applies(k, cs):
+            # loop closures only, for `simstep.bilateral_step`: no operator; g holds the rows'
+            # stabilisation targets alone (the step solves J (v_f + Δv) = −g itself)
+            g = np.zeros(cones.m)
+            self._stabilise(g, None, c, 0, v, extra_err, limit_rows)
+            return ContactProblem(cs, cones, None, g, None, None, 0.0, None, c)
+        op = self._operator(cs, cones.m, q, data)
+        g = op.J_apply(v_free)
+        self._stabilise(g, op, c, k, v, extra_err, limit_rows)
+        compliance = None
+        if k and self.sim._any_compliance and c.compliance.any():
+            compliance = np.zeros(cones.m)
+            compliance[:3 * k] = np.repeat(c.compliance, 3)
+        x0 = self._warm_start(c, k, cones.m)
+        # the bodies' incoming constraint velocity J v, evaluated only when the solver asks
+        # (after a polish, `solvers.admm.warm_next_kernel`)
+        jv = None if x0 is None else (lambda: op.J_apply(v))
+        return ContactProblem(cs, cones, op, g, compliance, x0, self.max_eigenvalue(op, cs), jv, c)
+
+    # ------------------------------------------------------------------ pieces
+    def _operator(self, cs, m_rows, q, data):
+        """G at q: the dense baseline, the last matrix-free operator refreshed for the same set
+        (rows recomputed in place, factors kept), or a new one on the last one's arrays."""
+        sim = self.sim
+        if sim.operator != "matrix_free":
+            op = DenseDelassus(sim.model, q, cs, data=data)
+        elif self.op is not None and self.op.cs is cs:
+            op = self.op.refresh(data)
+        else:
+            op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=self.op)
+        self.op = op
+        if op.m != m_rows:
+            raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {m_rows}")
+        return op
+
+    def _constraints(self, c, k, q, v_free, data):
+        """The step's `ConstraintSet` and `ConeSet`: contacts (cones), then loop closures (free
+        rows), joint limits within reach (orthant) and joint friction (box). The part after the
+        contacts is rebuilt only when the active limits change. Also returns the loop closures'
+        position errors and the active limits' (dof, gap)."""
+        sim = self.sim
+        m, dt = sim.model, sim.dt
+        limit_rows, limit_cons, active = [], [], _EMPTY_I
+        if sim.joint_limits and self._lim_dof.size:
+            # candidate (dof, side) rows, dof-major, lower before upper; gap ≥ 0 inside the range
+            gap = self._lim_sgn * (q[self._lim_q] - self._lim_val)
+            active = np.flatnonzero(gap < np.abs(v_free[self._lim_dof]) * dt + sim.joint_limit_margin)
+            if active.size:
+                limit_rows = list(zip(self._lim_dof[active].tolist(), gap[active].tolist()))
+                limit_cons = [self._lim_name[i] for i in active]
+        extra_err = [self.loop_error(lc, data) if isinstance(lc, LoopClosure) else None
+                     for lc in sim.extra_constraints]
+        sig = active.tobytes()
+        if self.tail is None or self.tail[0] != sig:
+            cones, cons = ConeSet(), list(sim.extra_constraints)
+            for lc in sim.extra_constraints:
+                if isinstance(lc, LoopClosure):
+                    cones.add("free", lc.nrows)
+                elif isinstance(lc, JointLimit):
+                    cones.add("orthant", 1)
+                else:
+                    cones.add("box", 1, lc.max_torque * dt)
+            for joint, side in limit_cons:
+                cons.append(JointLimit(joint, side))
+                cones.add("orthant", 1)
+            cons += [JointFriction(j, 0.0) for j in self._fric_joint_names]
+            for dof in self.fric_dofs:
+                cones.add("box", 1, m.friction[dof] * dt)
+            self.tail = (sig, ConstraintSet(m, cons), cones)
+        tail, tail_cones = self.tail[1], self.tail[2]
+        if not k:
+            return tail, tail_cones, extra_err, limit_rows
+        last = self.last_set
+        pairs = c.key // 4       # the geometry pair of each contact (its bodies and friction)
+        if last is not None and last[0] is tail and last[1].shape == pairs.shape and (last[1] == pairs).all():
+            # contacts of the same geometry pairs in the same order (the points within a pair
+            # may have been renumbered): the set's points are refreshed in place and its
+            # cached graph kept
+            return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_rows
+        cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
+        cones = ConeSet.with_contacts(c.friction, tail_cones)
+        self.last_set = (tail, pairs, cs, cones)
+        return cs, cones, extra_err, limit_rows
+
+    def _stabilise(self, g, op, c, k, v, extra_err, limit_rows):
+        """Add position correction, speculative distance and restitution targets to g in place."""
+        sim = self.sim
+        dt, erp, vmax = sim.dt, sim.erp, sim.max_depenetration_velocity
+        if k:      # contact velocities before the step (only needed for restitution), then the targets
+            e = c.restitution if sim.lcp is None else np.zeros(k)    # the LCP model: impacts (Sec. 7)
+            if sim._any_restitution and e.any():
+                v_pre = op.J_apply(v)
+                e = e * isolated_pairs(c.body1, c.body2)
+            else:
+                v_pre = g
+            contact_targets_kernel(c.distance, sim.contact_slop, v_pre, e, dt, erp, vmax,
+                                   sim.restitution_threshold, g)
+        row = 3 * k
+        for e in extra_err:
+            if e is None:
+                row += 1
+                continue
+            g[row:row + e.shape[0]] += np.clip(erp * e / dt, -vmax, vmax)
+            row += e.shape[0]
+        for dof, gap in limit_rows:
+            gap = dead_band(gap, sim.contact_slop)
+            g[row] += gap / dt if gap > 0 else max(erp * gap / dt, -vmax)
+            row += 1
+
+    def _warm_start(self, c, k, mrows):
+        """Previous impulses matched by geometry pair and nearest point (`warm_start_kernel`),
+        rotated into the new contact frames; the rows after the contacts carried over when they
+        are the same constraints as in the previous step."""
+        w = self.warm
+        x0 = np.zeros(mrows)
+        hit = k > 0 and w.keys.size > 0 and \
+            warm_start_kernel(w.keys, w.position, w.frame, w.lam, c.key, c.position, c.frame, WARM_START_GATE, x0)
+        ntail = mrows - 3 * k
+        if ntail and w.tail is self.tail and w.lam.size >= ntail:
+            x0[3 * k:] = w.lam[w.lam.size - ntail:]
+            hit = True
+        return x0 if hit else None
+
+    def max_eigenvalue(self, op, cs):
+        """λ_max(G) for the ρ rule: re-estimated when the constraint graph (the coupled body
+        pairs) changes or the number of rows moves by more than a quarter, else reused: G moves
+        little in one step and the rule only needs its order of magnitude."""
+        key = cs.graph_key()
+        e = self._eig
+        if e is not None and e[0] == key and abs(op.m - e[1]) <= 0.25 * e[1]:
+            return e[2]
+        # the same estimate for every operator (only matvec), so dense and matrix-free runs see
+        # the same ρ and hence the same iterates up to round-off
+        L = lanczos_max_eigenvalue(op.matvec, op.m, self.sim.admm.settings.eig_iters)
+        self._eig = (key, op.m, L)
+        return L
+
+    def loop_error(self, closure, data):
+        """Position error of a `LoopClosure` (3 or 6 rows: m, then rad for a weld's rotation
+        vector) in its row axes, at data's placements."""
+        world = self.sim.world
+        (b1, R1, p1), (b2, R2, p2) = world.body_frame(closure.body1), world.body_frame(closure.body2)
+
+        def frame(b, Rb, pb, placement):
+            pos, rot = placement
+            Ro, po = (np.eye(3), np.zeros(3)) if b < 0 else (data.oR[b], data.op[b])
+            return Ro @ (Rb @ pos + pb) + po, Ro @ Rb @ rot
+
+        x1, F1 = frame(b1, R1, p1, closure.placement1)
+        x2, F2 = frame(b2, R2, p2, closure.placement2)
+        e = F1.T @ (x1 - x2)
+        if closure.kind == "point":
+            return e
+        Re = F2.T @ F1     # rotation error, as a rotation vector in frame 1
+        w = np.array([Re[2, 1] - Re[1, 2], Re[0, 2] - Re[2, 0], Re[1, 0] - Re[0, 1]]) * 0.5
+        return np.concatenate([e, w])

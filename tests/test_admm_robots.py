@@ -1,0 +1,76 @@
+"""The ADMM on contact problems of three G1 on the 30-box pyramid (`scenes.pyramid_with_robots`),
+saved in tests/data by bench/make_robot_problems.py (steps 0–299 after 3 s of simulation).
+
+What these problems show (measured on the saved files; see the session report of issue 12):
+- the pile is not at rest at 3–3.3 s: of ~340 contacts about 200 are separated, 100 stick and
+  30–70 slide at 0.05–1 m/s (box–box contacts of the pyramid the robots pushed, robot–box,
+  robot–floor); rank of G 285 (the dofs) for 1020–1080 rows;
+- the simulator's warm start (matched by geometry pair and nearest point) is worse than λ = 0 on
+  91% of the 300 steps (0.25–3.6 m/s against 0.13–1.6 m/s at zero);
+- the ADMM reaches 1e-3 m/s in about 150 iterations and 2e-5 m/s in about 600, then stalls near
+  5e-6 m/s for thousands of iterations; what is left is the slip direction of sliding box–box
+  contacts. The convex relaxation (no De Saxcé term) does not reach 1e-6 m/s in 1000 either, so
+  the conditioning, not the non-convexity, is what costs."""
+import numpy as np
+import pytest
+
+from solvers.admm import ADMMSettings, ADMMSolver
+from solvers.cones import desaxce_kernel, velocity_residual_kernel
+
+from robot_problems import load, names
+
+NAMES = names()
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return load("robots_299")
+
+
+def test_saved_problems_are_all_there():
+    assert len(NAMES) >= 6 and "robots_299" in NAMES
+
+
+def test_saved_problem_rebuilds_the_operator(problem):
+    """The matrix-free operator rebuilt from the file equals the dense J M⁻¹ Jᵀ (independent
+    route: CRBA and a Cholesky), and the saved λ_max estimate is close to G's (the simulator
+    reuses an estimate while the constraint graph stays: measured 2e-5 relative here)."""
+    p = problem
+    G = p.dense().matrix()
+    assert G.shape == (p.g.size, p.g.size) and p.g.size > 3 * p.ncontacts     # contacts, then joint limits
+    op = p.matrix_free()
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.normal(size=p.g.size)
+        assert np.abs(op.matvec(x) - G @ x).max() <= 1e-9 * np.abs(G @ x).max()
+    top = np.linalg.eigvalsh(G)[-1]
+    assert abs(p.L - top) <= 1e-3 * top
+    assert np.linalg.matrix_rank(G, tol=1e-9 * top) <= p.model.nv
+
+
+def test_admm_returns_cone_feasible_impulses_and_their_true_residual(problem):
+    """At the iteration cap on a loaded robot pile, λ is in its cones and the reported residual is
+    the Coulomb residual of (λ, G λ + g + s) recomputed with the dense G."""
+    p = problem
+    r = ADMMSolver(ADMMSettings(max_iter=200)).solve(p.matrix_free(), p.g, p.cones, x0=p.x0, max_eigenvalue=p.L)
+    assert np.abs(r.lam - p.cones.project(r.lam)).max() <= 1e-15
+    G = p.dense().matrix()
+    kind, start, size, param = p.cones.arrays()
+    sig = G @ r.lam + p.g
+    s = np.empty_like(sig)
+    desaxce_kernel(kind, start, param, sig, s)
+    rv, _ = velocity_residual_kernel(kind, start, size, param, r.lam, sig + s)
+    assert r.velocity_residual == pytest.approx(rv, rel=1e-6, abs=1e-12)
+    assert rv < 1e-2       # measured 1e-3 to 4e-5 at 200 iterations on these problems
+
+
+@pytest.mark.xfail(strict=True, reason="issue 12 target not met on the robot pile: ~900 iterations mean")
+def test_robot_pile_meets_the_iteration_target():
+    """Issue 12's target on the robot pile: mean ≤ 15 iterations at 1e-6 m/s. Today's ADMM needs
+    577–1000 (3 of 6 at the cap): this test fails until a solver meets it (strict xfail)."""
+    its = []
+    for n in NAMES:
+        p = load(n)
+        r = ADMMSolver().solve(p.matrix_free(), p.g, p.cones, x0=p.x0, max_eigenvalue=p.L)
+        its.append(r.iterations if r.converged else 10 * r.iterations)
+    assert np.mean(its) <= 15

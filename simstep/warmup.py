@@ -204,20 +204,26 @@ def stop_compile_ahead(proc):
 
 
 def _synthetic_contacts(detector):
-    """`collision.Contacts` with one contact point between the first geometry on a moving body
-    and the world, 0.1 mm deep: the array types of a real detection, without running one."""
+    """`collision.Contacts` of the array types of a real detection, without running one: the
+    first geometry on a moving body against the world and, if another body has geometry,
+    against that body (contacts between bodies bring the operator's elimination ordering in),
+    each 0.1 mm deep."""
     from collision.detector import Contacts
     import numpy as np
-    shapes = detector.shapes
-    moving = np.flatnonzero(np.asarray(shapes.body) >= 0)
+    body = np.asarray(detector.shapes.body)
+    moving = np.flatnonzero(body >= 0)
     g = int(moving[0]) if moving.size else 0
-    out_i = np.zeros((5, 1), dtype=np.int64)
-    out_i[:, 0] = (int(shapes.body[g]), -1, g, g, 4 * g)
-    out_p = np.zeros((1, 3))
-    out_R = np.eye(3)[None].copy()
-    out_s = np.zeros((4, 1))
-    out_s[:, 0] = (-1e-4, 0.5, 0.0, 0.0)      # distance (m), friction, restitution, compliance
-    return Contacts(out_i, out_p, out_R, out_s, 1)
+    other = moving[body[moving] != body[g]]
+    pairs = [(g, -1)] + ([(g, int(other[0]))] if other.size else [])
+    k = len(pairs)
+    out_i = np.zeros((5, k), dtype=np.int64)
+    out_s = np.zeros((4, k))
+    for j, (g1, g2) in enumerate(pairs):
+        out_i[:, j] = (body[g1], body[g2] if g2 >= 0 else -1, g1, max(g2, 0), 4 * g1 + j)
+        out_s[:, j] = (-1e-4, 0.5, 0.0, 0.0)      # distance (m), friction, restitution, compliance
+    out_p = np.zeros((k, 3))
+    out_R = np.tile(np.eye(3), (k, 1, 1))
+    return Contacts(out_i, out_p, out_R, out_s, k)
 
 
 @contextlib.contextmanager

@@ -164,9 +164,9 @@ def cache_is_cold():
 def start_compile_ahead(scene, kwargs=None, dt=None):
     """Start a worker process that compiles the post-collision kernels of `scene` (a name of
     `scenes.SCENES`, scene arguments `kwargs` (picklable), time step `dt`, None: the
-    scene's), or None if the cache is warm, the machine has one core, or the worker cannot be
-    started. Stop it with `stop_compile_ahead` (it exits by itself once done)."""
-    if (os.cpu_count() or 1) < 2 or not cache_is_cold():
+    scene's), or None if the cache is warm, no second core is free (`_core_free`), or the
+    worker cannot be started. Stop it with `stop_compile_ahead` (it exits by itself once done)."""
+    if not _core_free() or not cache_is_cold():
         return None
     cmd = [sys.executable, "-m", "simstep.warmup", "ahead", pickle.dumps((scene, kwargs or {}, dt)).hex()]
     try:
@@ -174,6 +174,17 @@ def start_compile_ahead(scene, kwargs=None, dt=None):
                                 stderr=subprocess.DEVNULL, env=_child_env())
     except OSError:
         return None
+
+
+def _core_free():
+    """True if a second core is idle enough for the worker: two or more cores and a 1-minute
+    load average below cores − 1 (on a busy machine the worker only adds its duplicated work)."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return cores >= 2 and load < cores - 1
 
 
 def _child_env():

@@ -143,24 +143,29 @@ def signatures():
                 if isinstance(f, CPUDispatcher):
                     out |= {(f"{f.py_func.__module__}.{f.__name__}", str(s)) for s in f.signatures}
     return out
-import scenes, simstep
+import collision, scenes, simstep
 from simstep.warmup import compile_ahead
 compile_ahead("box_stack", dict(n=2), 0.01)
 worker = signatures()
-sim = simstep.Simulator(scenes.box_stack(n=2), dt=0.01)
+world = scenes.box_stack(n=2)
+collision.CollisionDetector(world, margin=2e-3).detect(world.q0)
+detection = signatures() - worker
+sim = simstep.Simulator(world, dt=0.01)
 sim.run(steps=3)
 assert sim.stats.ncontacts > 1
-real = signatures() - worker
+rest = signatures() - worker - detection
 print("WORKER", sorted({k for k, _ in worker}))
-print("REAL", sorted({k for k, _ in real}))
+print("DETECTION", sorted({k for k, _ in detection}))
+print("REST", sorted({k for k, _ in rest}))
 """
 
 
 def test_compile_ahead_worker_uses_the_real_steps_signatures():
-    """The first-start worker (`simstep.warmup.compile_ahead`: the scene stepped with one
-    synthetic contact) calls the ADMM, operator, dynamics and integration kernels with every
-    argument type a real run of the scene then uses, and no collision kernel: in a fresh
-    process, after the worker's steps the real steps add kernel signatures of collision only."""
+    """The first-start worker (`simstep.warmup.compile_ahead`: the scene stepped with synthetic
+    contacts) calls the ADMM, operator, dynamics and integration kernels with every argument
+    type a real run of the scene then uses, and no collision detection: in a fresh process,
+    after the worker's steps and one collision detection, the real steps add no kernel
+    signature at all."""
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -168,11 +173,9 @@ def test_compile_ahead_worker_uses_the_real_steps_signatures():
     out = subprocess.run([sys.executable, "-c", _AHEAD_CHECK], cwd=root, env=env, capture_output=True, text=True,
                          timeout=1200)
     assert out.returncode == 0, out.stderr[-3000:]
-    worker = out.stdout.split("WORKER ")[1].split("\n")[0]
-    real = eval(out.stdout.split("REAL ")[1].split("\n")[0])
-    assert "solvers.admm.admm_kernel" in worker and "simstep.integrator.advance_kernel" in worker
-    assert "collision.driver.detect_kernel" not in worker
-    assert "collision.driver.detect_kernel" in real
-    # the detector's own forward kinematics (its standalone detect, used once at construction
-    # for the pairs that touch in the initial state) is compiled by the calling process too
-    assert all(k.startswith("collision.") or k == "models.kinematics.fk_kernel" for k in real), real
+    lines = {ln.split(" ", 1)[0]: eval(ln.split(" ", 1)[1]) for ln in out.stdout.splitlines()
+             if ln.split(" ", 1)[0] in ("WORKER", "DETECTION", "REST")}
+    assert "solvers.admm.admm_kernel" in lines["WORKER"] and "simstep.integrator.advance_kernel" in lines["WORKER"]
+    assert not [k for k in lines["WORKER"] if k.endswith(".detect_kernel")]
+    assert [k for k in lines["DETECTION"] if k.endswith(".detect_kernel")]
+    assert lines["REST"] == [], lines["REST"]

@@ -456,8 +456,7 @@ class Simulator:
     def _detect(self, st):
         """Contacts at q, from the placements in self.data (computed when q was set)."""
         t0 = time.perf_counter()
-        d = self.data
-        c = self.detector.detect(self.q, placements=(d.oR, d.op))
+        c = self.detector.detect(self.q)
         st.time_collision = time.perf_counter() - t0
         return c
 

@@ -454,7 +454,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ stages
     def _detect(self, st):
-        """Contacts at q, from the placements in self.data (computed when q was set)."""
+        """Contacts at q (self.data holds the kinematics at q, computed when q was set)."""
         t0 = time.perf_counter()
         c = self.detector.detect(self.q)
         st.time_collision = time.perf_counter() - t0

@@ -348,15 +348,12 @@ def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
 
 
 @njit(**_JIT)
-def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA, u):
-    """The velocity- and force-dependent sweeps of ABA (Featherstone Table 7.1, world frame,
-    paper 002 Sec. III) on the articulated inertias of `aba_factor_kernel` at the same q:
-    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext) (nv,). H (n, 6, 6) rigid inertias, IA the articulated
-    ones, U = Iᴬ S, D⁻¹; vel, c, pA (n, 6) and u (nv,) are workspace (c ends as the body
-    accelerations). O(n), no 6×6 products beyond Iᴬ c."""
-    n = jint.shape[0]
-    vJ, h, w, y, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6), np.empty(6)
-    for i in range(n):
+def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
+    """ABA's first forward sweep (Featherstone Table 7.1; paper 002 Alg. 1 lines 1–4 without
+    τ): vᵢ = v_λ(i) + Sᵢ q̇ᵢ, cᵢ = vᵢ × Sᵢ q̇ᵢ, and pᴬᵢ += vᵢ ×* Hᵢ vᵢ on the caller's initial
+    pᴬ (−fext for ABA, 0 for constrainedABA). vel, c, pA (n, 6)."""
+    vJ, h = np.empty(6), np.empty(6)
+    for i in range(jint.shape[0]):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for r in range(6):
             x = 0.0
@@ -366,9 +363,22 @@ def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c,
             vel[i, r] = vel[par, r] + x if par >= 0 else x
         _crm_into(vel[i], vJ, c[i])
         _mv6(H[i], vel[i], h)
+        _crf_add(vel[i], h, pA[i])
+
+
+@njit(**_JIT)
+def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA, u):
+    """The velocity- and force-dependent sweeps of ABA (Featherstone Table 7.1, world frame,
+    paper 002 Sec. III) on the articulated inertias of `aba_factor_kernel` at the same q:
+    q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext) (nv,). H (n, 6, 6) rigid inertias, IA the articulated
+    ones, U = Iᴬ S, D⁻¹; vel, c, pA (n, 6) and u (nv,) are workspace (c ends as the body
+    accelerations). O(n), no 6×6 products beyond Iᴬ c."""
+    n = jint.shape[0]
+    h, w, y, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+    for i in range(n):
         for r in range(6):
             pA[i, r] = -fext[i, r]
-        _crf_add(vel[i], h, pA[i])
+    bias_sweep_kernel(jint, S, H, v, vel, c, pA)
     for i in range(n - 1, -1, -1):
         par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
         for k in range(nvi):

@@ -22,8 +22,8 @@ import models.dynamics
 import models.joints
 import models.kinematics
 import models.spatial
-from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
-from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
+from models.dynamics import _dot_col, _mv6
+from models.dynamics import bias_sweep_kernel, cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
 from models.kinematics import all_finite, kinematics_kernel, q_status_kernel
 
@@ -35,26 +35,6 @@ drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__
 
 
 # --------------------------------------------------------------------------- shared pieces
-@njit(cache=True)
-def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
-    """First forward sweep (paper 002 Alg. 1 lines 1–4 without τ): vᵢ = v_λ(i) + Sᵢ q̇ᵢ,
-    cᵢ = vᵢ × Sᵢ q̇ᵢ (a_b,ᵢ), pᴬᵢ = vᵢ ×* Hᵢ vᵢ. vel, c, pA (n, 6)."""
-    vJ, h = np.empty(6), np.empty(6)
-    for i in range(jint.shape[0]):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        for r in range(6):
-            x = 0.0
-            for k in range(iv, iv + nvi):
-                x += S[r, k] * v[k]
-            vJ[r] = x
-            vel[i, r] = vel[par, r] + x if par >= 0 else x
-        _crm_into(vel[i], vJ, c[i])
-        _mv6(H[i], vel[i], h)
-        for r in range(6):
-            pA[i, r] = 0.0
-        _crf_add(vel[i], h, pA[i])
-
-
 @njit(cache=True)
 def bias_chain_kernel(jint, c, acc):
     """acc (n, 6): link accelerations at q̈ = 0 without gravity, aᵢ = a_λ(i) + cᵢ."""
@@ -200,6 +180,7 @@ def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_bo
     every link acceleration of the sweeps carries)."""
     kinematics_kernel(jint, jfloat, q, oR, op, S, H)
     rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, True)
+    pA[:, :] = 0.0
     bias_sweep_kernel(jint, S, H, v, vel, c, pA)
     row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk)
     for r in range(kref.shape[0]):

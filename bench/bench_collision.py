@@ -21,7 +21,9 @@ the copy of the output arrays.
 Robot scenes (``--only robots``): G1 lying on the floor and G1 falling (bench_step's
 settled states), Go2 standing (its scene's initial state), each with self-collision off and
 on, against MuJoCo on the same robot, meshes and configuration: ``mj_kinematics`` +
-``mj_collision`` (ours includes forward kinematics too). Per pair type, our time is that of a
+``mj_collision`` (ours includes the q check and forward kinematics too); and three G1 on the
+30-box pyramid (``scenes.pyramid_with_robots`` after 0.4 s, ours only: no MuJoCo model of
+that scene). Per pair type, our time is that of a
 detector allowed only that pair type minus one allowed no pair (the fixed cost: q check, FK,
 placements, AABBs, broad phase), written to bench/results/bench_collision_robots.json and
 .png.
@@ -39,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import collision  # noqa: E402
+from collision import kinds  # noqa: E402
 import models  # noqa: E402
 import simstep  # noqa: E402
 
@@ -218,7 +221,7 @@ def mujoco_qpos(world, robot, m, q):
 
 
 def robot_states():
-    """(name, robot, world, q) of the robot scenes."""
+    """(name, robot, world, q) of the robot scenes (robot None: no MuJoCo model of the scene)."""
     import scenes
     from bench.bench_step import g1_world, settled
     out = []
@@ -228,17 +231,34 @@ def robot_states():
         out.append((name, "g1", w, sim.q.copy()))
     w = scenes.quadruped("go2")
     out.append(("go2-standing", "go2", w, w.q0.copy()))
+    # three G1 falling on the 30-box pyramid, the first one landed (0.4 s; cached in bench/results)
+    w = scenes.pyramid_with_robots()
+    sim = settled("pyramid_with_robots", w, 0.4, False)
+    out.append(("pyramid-robots", None, w, sim.q.copy()))
     return out
+
+
+def save_g1_lying():
+    """tests/data/g1_lying.npz: the G1-lying state of `robot_states` (bench_step's G1 dropped
+    on its back, 3 s at dt 1 ms), for tests/test_collision_mujoco.py."""
+    name, _, _, q = robot_states()[0]
+    path = os.path.join(os.path.dirname(HERE), "tests", "data", "g1_lying.npz")
+    np.savez_compressed(path, q=q, source="bench_step's G1 (ground + g1_29dof_rev_1_0.urdf, free base) dropped "
+                        "from 0.9 m on its back and simulated 3 s at dt 1 ms (python bench/bench_collision.py "
+                        "--save-g1-lying)")
+    print(f"wrote {path}")
 
 
 def _pair_types(det):
     """Pair type of each (a, b) geometry pair: 'hull-plane', 'hull-hull', 'prim-plane',
-    'hull-prim', 'prim-prim'."""
+    'hull-prim', 'prim-prim', 'cyl-hull' (G1's shoulders), 'cyl-prim', 'cyl-plane'."""
     S = det.shapes
-    K = collision.kernels
-    cls = np.where(S.kind == K.PLANE, 0, np.where(S.kind == K.CONVEX, 1, 2))
+    cls = np.where(S.kind == kinds.PLANE, 0, np.where(S.kind == kinds.CONVEX, 1,
+                                                      np.where(S.kind == kinds.CYLINDER, 3, 2)))
     names = {(1, 0): "hull-plane", (0, 1): "hull-plane", (1, 1): "hull-hull", (2, 0): "prim-plane",
-             (0, 2): "prim-plane", (1, 2): "hull-prim", (2, 1): "hull-prim", (2, 2): "prim-prim"}
+             (0, 2): "prim-plane", (1, 2): "hull-prim", (2, 1): "hull-prim", (2, 2): "prim-prim",
+             (3, 0): "cyl-plane", (0, 3): "cyl-plane", (3, 1): "cyl-hull", (1, 3): "cyl-hull",
+             (3, 2): "cyl-prim", (2, 3): "cyl-prim", (3, 3): "cyl-prim"}
     return {t: np.array([[names.get((cls[i], cls[j])) == t for j in range(len(S))] for i in range(len(S))])
             for t in set(names.values())}
 
@@ -261,34 +281,42 @@ def run_robots(number, rounds):
             none = collision.CollisionDetector(w, self_collision=sc, margin=ROBOT_MARGIN)
             none.allow[:] = 0
             dets["fixed"] = none
-            mjm = mujoco_robot(robot, sc)
-            mjm.geom_margin[:] = ROBOT_MARGIN      # contacts within the same margin as ours
-            mjd = mujoco.MjData(mjm)
-            mjd.qpos[:] = mujoco_qpos(w, robot, mjm, q)
-
-            def mj_call():
-                mujoco.mj_kinematics(mjm, mjd)
-                mujoco.mj_collision(mjm, mjd)
-
-            mj_call()
             fns = {k: (lambda d=d: d.detect(q)) for k, d in dets.items()}
-            fns["mujoco"] = mj_call
+            if robot is not None:
+                mjm = mujoco_robot(robot, sc)
+                mjm.geom_margin[:] = ROBOT_MARGIN / 2      # a pair's margin is the sum: the same as ours
+                mjd = mujoco.MjData(mjm)
+                mjd.qpos[:] = mujoco_qpos(w, robot, mjm, q)
+
+                def mj_call():
+                    mujoco.mj_kinematics(mjm, mjd)
+                    mujoco.mj_collision(mjm, mjd)
+
+                mj_call()
+                fns["mujoco"] = mj_call
             times = {k: [] for k in fns}
             for _ in range(rounds):
                 for k, fn in fns.items():
                     times[k].append(per_call_us(fn, number))
             med = {k: float(np.median(t)) for k, t in times.items()}
             per_type = {t: max(med[t] - med["fixed"], 0.0) for t in types}
-            mj_bodies = {(min(b1, b2), max(b1, b2)) for b1, b2 in zip(mjd.contact.geom1, mjd.contact.geom2)}
-            rows.append(dict(scene=name, self_collision=sc, ours_us=med["all"], mujoco_us=med["mujoco"],
-                             ratio=med["all"] / med["mujoco"], fixed_us=med["fixed"], per_type_us=per_type,
+            mj = {}
+            if robot is not None:
+                mj_pairs = {(min(b1, b2), max(b1, b2)) for b1, b2 in zip(mjd.contact.geom1, mjd.contact.geom2)}
+                mj = dict(mujoco_us=med["mujoco"], ratio=med["all"] / med["mujoco"], mujoco_contacts=int(mjd.ncon),
+                          mujoco_pairs=len(mj_pairs))
+            p95 = {k: float(np.percentile(t, 95)) for k, t in times.items()}
+            rows.append(dict(scene=name, self_collision=sc, ours_us=med["all"], ours_p95_us=p95["all"],
+                             mujoco_us=None, ratio=None, mujoco_contacts=None, mujoco_pairs=None,
+                             fixed_us=med["fixed"], per_type_us=per_type,
                              contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
                              candidates=det.stats["candidates"], library_pairs=det.stats["library_pairs"],
-                             mujoco_contacts=int(mjd.ncon), mujoco_pairs=len(mj_bodies),
-                             min_distance=float(c.distance.min()) if len(c) else None))
+                             min_distance=float(c.distance.min()) if len(c) else None, **mj))
             r = rows[-1]
-            print(f"{name:<14} self={str(sc):<5} ours {r['ours_us']:7.1f} us  mujoco {r['mujoco_us']:7.1f} us  "
-                  f"ratio {r['ratio']:5.2f}  contacts {r['contacts']:3d} (mujoco {r['mujoco_contacts']:3d})  "
+            mjtxt = "mujoco     - " if robot is None else \
+                f"mujoco {r['mujoco_us']:7.1f} us  ratio {r['ratio']:5.2f}  contacts {r['contacts']:3d} " \
+                f"(mujoco {r['mujoco_contacts']:3d})"
+            print(f"{name:<14} self={str(sc):<5} ours {r['ours_us']:7.1f} us (p95 {r['ours_p95_us']:.1f})  {mjtxt}  "
                   f"library pairs {r['library_pairs']}  per type " +
                   ", ".join(f"{t} {v:.1f}" for t, v in per_type.items()) + f", fixed {r['fixed_us']:.1f}")
     return rows
@@ -303,12 +331,12 @@ def plot_robots(rows, path):
     fig, ax = plt.subplots(figsize=(9, 4))
     bottom = np.array([r["fixed_us"] for r in rows])
     ax.bar(x - 0.2, bottom, 0.4, label="ours: fixed (FK, AABBs, broad phase)")
-    for t in ("hull-plane", "prim-plane", "hull-hull", "hull-prim", "prim-prim"):
+    for t in ("hull-plane", "prim-plane", "cyl-plane", "hull-hull", "hull-prim", "cyl-hull", "cyl-prim", "prim-prim"):
         v = np.array([r["per_type_us"].get(t, 0.0) for r in rows])
         if v.any():
             ax.bar(x - 0.2, v, 0.4, bottom=bottom, label=f"ours: {t}")
             bottom = bottom + v
-    ax.bar(x + 0.2, [r["mujoco_us"] for r in rows], 0.4, color="k", alpha=0.6, label="MuJoCo mj_kinematics + mj_collision")
+    ax.bar(x + 0.2, [r["mujoco_us"] or 0.0 for r in rows], 0.4, color="k", alpha=0.6, label="MuJoCo mj_kinematics + mj_collision")
     ax.set_xticks(x, labels, fontsize=8)
     ax.set_ylabel("µs per call")
     ax.set_title("Robot collision detection per call (same configuration)")
@@ -322,7 +350,10 @@ def main():
     ap.add_argument("--number", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", choices=("boxes", "robots"), default=None)
+    ap.add_argument("--save-g1-lying", action="store_true", help="write tests/data/g1_lying.npz and exit")
     args = ap.parse_args()
+    if args.save_g1_lying:
+        return save_g1_lying()
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     if args.only != "robots":
         main_boxes(args)

@@ -1,15 +1,18 @@
 """Library narrow phases: coal (contact patches computed by coal) and python-fcl (normal and
-depth from fcl, patch built by clipping support features in `kernels.build_patch`).
+depth from fcl, patch built by clipping support features in `patch.build_patch`).
 
 Both take the candidate pairs (a < b) left by the native kernels, with the geometries'
 world placements, and append contacts to the detector's flat output buffers ``out`` (a tuple
-(out_i, out_p, out_R, out_s), see `kernels.emit_patch`).
+(out_i, out_p, out_R, out_s), see `patch.emit_patch`).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import kernels as K
+from .kinds import BOX, CAPSULE, CYLINDER, PLANE, SPHERE
+from .library import emit_points_batch, patch_from_normal_batch
+from .support import NDISC
+from .workspace import MAXF
 
 
 class _Batch:
@@ -26,13 +29,13 @@ class _Batch:
             self.wa = np.zeros((self.cap, 3))
             self.wb = np.zeros((self.cap, 3))
             self.cnt = np.zeros(self.cap, dtype=np.int64)
-            self.PA = np.zeros((self.cap, K.MAXF, 3))
-            self.PB = np.zeros((self.cap, K.MAXF, 3))
+            self.PA = np.zeros((self.cap, MAXF, 3))
+            self.PB = np.zeros((self.cap, MAXF, 3))
 
 
 class CoalBackend:
     """coal: ``ComputeCollision`` (security margin = detection margin) then
-    ``ComputeContactPatch``; the patch is reduced to ≤ 4 points by `kernels.emit_patch`."""
+    ``ComputeContactPatch``; the patch is reduced to ≤ 4 points by `patch.emit_patch`."""
 
     def __init__(self, shapes, margin, tol):
         import coal
@@ -45,7 +48,7 @@ class CoalBackend:
         self.req.num_max_contacts = 1
         self.req.security_margin = margin
         self.res = coal.CollisionResult()
-        self.preq = coal.ContactPatchRequest(1, K.NDISC, max(tol, 1e-12))
+        self.preq = coal.ContactPatchRequest(1, NDISC, max(tol, 1e-12))
         self.pres = coal.ContactPatchResult(self.preq)
         self.fun = {}
         self.batch = _Batch()
@@ -53,15 +56,15 @@ class CoalBackend:
     def _shape(self, i):
         coal, S = self.coal, self.S
         k, s = S.kind[i], S.size[i]
-        if k == K.BOX:
+        if k == BOX:
             return coal.Box(*(2.0 * s[:3]))
-        if k == K.SPHERE:
+        if k == SPHERE:
             return coal.Sphere(s[0])
-        if k == K.CAPSULE:
+        if k == CAPSULE:
             return coal.Capsule(s[0], 2.0 * s[1])
-        if k == K.CYLINDER:
+        if k == CYLINDER:
             return coal.Cylinder(s[0], 2.0 * s[1])
-        if k == K.PLANE:
+        if k == PLANE:
             return coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0)
         pts = coal.StdVec_Vec3s()
         pts.extend(list(S.convex_vertices(i)))
@@ -98,7 +101,7 @@ class CoalBackend:
             m = 0
             if self.pres.numContactPatches():
                 patch = self.pres.getContactPatch(0)
-                m = min(patch.size(), K.MAXF)
+                m = min(patch.size(), MAXF)
                 for i in range(m):
                     B.PA[P, i] = patch.getPointShape1(i)
                     B.PB[P, i] = patch.getPointShape2(i)
@@ -109,7 +112,7 @@ class CoalBackend:
             P += 1
         if P == 0:
             return k
-        return K.emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
+        return emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
                                    S.cverts, S.coff, S.hull, self.tol, S.body, S.friction, S.restitution,
                                    S.compliance, *out, k)
 
@@ -133,15 +136,15 @@ class FclBackend:
     def _shape(self, i):
         fcl, S = self.fcl, self.S
         k, s = S.kind[i], S.size[i]
-        if k == K.BOX:
+        if k == BOX:
             return fcl.Box(*(2.0 * s[:3]))
-        if k == K.SPHERE:
+        if k == SPHERE:
             return fcl.Sphere(s[0])
-        if k == K.CAPSULE:
+        if k == CAPSULE:
             return fcl.Capsule(s[0], 2.0 * s[1])
-        if k == K.CYLINDER:
+        if k == CYLINDER:
             return fcl.Cylinder(s[0], 2.0 * s[1])
-        if k == K.PLANE:
+        if k == PLANE:
             return fcl.Halfspace(np.array([0.0, 0.0, 1.0]), self.margin)
         tris = S.ctris[i]
         faces = np.hstack([np.full((len(tris), 1), 3), tris]).ravel()
@@ -160,7 +163,7 @@ class FclBackend:
                     self.objs[g].setTransform(fcl.Transform(gR[g], gp[g]))
                     seen.add(g)
             res = fcl.CollisionResult()
-            plane_a, plane_b = kind[a] == K.PLANE, kind[b] == K.PLANE
+            plane_a, plane_b = kind[a] == PLANE, kind[b] == PLANE
             if fcl.collide(self.objs[a], self.objs[b], self.req, res) and res.contacts:
                 c = res.contacts[0]
                 n = np.asarray(c.normal, dtype=float)  # from a to b
@@ -192,6 +195,6 @@ class FclBackend:
             P += 1
         if P == 0:
             return k
-        return K.patch_from_normal_batch(P, B.pair, B.n, B.wa, B.wb, S.kind, S.size, gR, gp, S.cverts, S.coff, S.hull,
+        return patch_from_normal_batch(P, B.pair, B.n, B.wa, B.wb, S.kind, S.size, gR, gp, S.cverts, S.coff, S.hull,
                                          self.tol, S.body, S.friction, S.restitution, S.compliance,
                                          *out, k)

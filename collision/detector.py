@@ -1,16 +1,15 @@
 """`CollisionDetector`: cached collision state of a world, `detect(q)` into flat contact arrays.
 
-Pipeline per call (one numba kernel, then the library for what it does not handle):
-check of q (finite, unit free-joint quaternions) → forward kinematics → geometry
-placements → AABBs (inflated by the margin) → broad phase (sweep and prune on x, planes
-tested against every AABB, a precomputed filter matrix) → narrow phase. With
-``native=True`` (default) pairs with a plane, sphere–sphere, sphere–box, box–box,
-sphere–capsule and capsule–capsule are solved by closed-form numba kernels, and convex hulls
-(meshes) against hulls, boxes, spheres and capsules by GJK/EPA in numba (`collision.gjk`)
-followed by the same support-feature patch; the other pairs (or all pairs with
-``native=False``) go to the backend: coal (collision + ``ComputeContactPatch``)
-or python-fcl (collision or distance for the normal, then the patch is built here by
-clipping the two support features).
+Pipeline per call: the model's check of q and forward kinematics (skipped when the caller
+passes the placements of its own kinematics, as the simulator does), then one numba kernel,
+`driver.detect_kernel` (and the library for what it does not handle): geometry placements → AABBs (inflated by the margin) → broad phase (sweep and prune on x,
+planes tested against every AABB, a precomputed filter matrix) → proofs of separation →
+narrow phase by pair type (`narrow.pair_table`): planes against anything, spheres and
+capsules by their cores, boxes by SAT, sphere–box in closed form, and every pair with a
+convex hull (mesh) or a cylinder, and capsule–box, by GJK/EPA (`collision.gjk`) followed by
+the support-feature patch. With ``native=False`` all pairs go to the backend: coal
+(collision + ``ComputeContactPatch``) or python-fcl (collision or distance for the normal,
+then the patch is built here by clipping the two support features).
 
 Contact patches hold at most 4 points (deepest, farthest, largest triangle, largest quad).
 Every patch point carries its own signed distance (coal's patches give all points the
@@ -30,8 +29,12 @@ from __future__ import annotations
 import numpy as np
 
 from models import FREE
+from models.kinematics import fk_kernel, q_status_kernel
 
-from . import kernels as K
+from . import driver
+from .kinds import PLANE
+from .midphase import PairCache
+from .narrow import PAIR_GJK, PAIR_LIBRARY, pair_table
 from .shapes import CollisionError, ShapeTable
 
 
@@ -52,7 +55,7 @@ class Contacts:
                  "friction", "restitution", "compliance", "key")
 
     def __init__(self, out_i, out_p, out_R, out_s, k):
-        # the detector's buffers (see `kernels.emit_patch`) hold each field's first k entries
+        # the detector's buffers (see `patch.emit_patch`) hold each field's first k entries
         # contiguously: 4 contiguous copies, and the 1-D fields are rows of two of them
         I = out_i[:, :k].copy()
         self.body1, self.body2, self.geom1, self.geom2, self.key = I[0], I[1], I[2], I[3], I[4]
@@ -86,7 +89,7 @@ class CollisionDetector:
 
     backend: "coal" (default) or "fcl" (python-fcl) for the pairs not handled natively.
     margin (m, ≥ 0): pairs closer than this are reported, with their positive distance.
-    native: solve plane/sphere/box/capsule pairs and convex hulls (GJK/EPA) with the numba kernels (False: all pairs go to the
+    native: solve every pair with the numba kernels (`narrow.pair_table`; False: all pairs go to the
         backend, used to compare the backends and as the benchmark baseline).
     skip_adjacent: skip pairs of bodies joined by a (non-free) joint; a root body of a
         fixed-base robot is then also not tested against that robot's own static geometry.
@@ -121,23 +124,10 @@ class CollisionDetector:
             if S.body[i] >= model.nbodies or S.body[i] < -1:
                 raise CollisionError(f"geometry '{S.names[i]}' is attached to unknown body {S.body[i]}")
         self.allow = self._filter(model, skip_adjacent, self_collision, exclude)
-        self.planes = np.flatnonzero(S.kind == K.PLANE).astype(np.int64)
-        self.others = np.flatnonzero(S.kind != K.PLANE).astype(np.int64)
-        nat = np.zeros((6, 6), dtype=np.uint8)
-        if self.native:
-            for k in range(6):
-                nat[K.PLANE, k] = nat[k, K.PLANE] = K.NATIVE
-            for ka, kb in ((K.SPHERE, K.SPHERE), (K.SPHERE, K.BOX), (K.BOX, K.BOX), (K.SPHERE, K.CAPSULE),
-                           (K.CAPSULE, K.CAPSULE)):
-                nat[ka, kb] = nat[kb, ka] = K.NATIVE
-            # hulls against hulls, boxes, spheres and capsules: GJK/EPA (a cylinder's curved rim
-            # needs more EPA iterations than the budget for coal's accuracy: left to the library)
-            for k in (K.SPHERE, K.CAPSULE, K.BOX, K.CONVEX):
-                nat[K.CONVEX, k] = nat[k, K.CONVEX] = K.NATIVE_GJK
-        self.native_ok = nat
-        # free joints: quaternion slices for the unit check
-        free = np.flatnonzero(model.jtype == FREE) if model.nbodies else np.zeros(0, np.int64)
-        self._quat_idx = (model.idx_q[free][:, None] + np.arange(3, 7)[None, :]).astype(np.int64)
+        self.planes = np.flatnonzero(S.kind == PLANE).astype(np.int64)
+        self.others = np.flatnonzero(S.kind != PLANE).astype(np.int64)
+        self.pair_table = pair_table(self.native)    # pair type of each (kind, kind): `narrow`
+        self._pair_cache = self._make_pair_cache()
         n = model.nbodies
         self._oR, self._op = np.zeros((max(n, 1), 3, 3)), np.zeros((max(n, 1), 3))
         self._gR, self._gp = np.zeros((ng, 3, 3)), np.zeros((ng, 3))
@@ -156,12 +146,23 @@ class CollisionDetector:
             self._exclude_touching(exclude_at)
 
     # ------------------------------------------------------------------ setup
+    def _make_pair_cache(self):
+        """`midphase.PairCache` rows for the allowed pairs culled by support heights (every
+        kind pair not solved by a closed-form kernel)."""
+        S = self.shapes
+        t = self.pair_table[S.kind[:, None], S.kind[None, :]]
+        culled = ((t == PAIR_GJK) | (t == PAIR_LIBRARY)) & (self.allow != 0)
+        a, b = np.nonzero(np.triu(culled, 1))
+        slot = np.full((len(S), len(S)), -1, dtype=np.int64)
+        slot[a, b] = np.arange(len(a))
+        return PairCache(slot, np.zeros((len(a) + 1, 3)), np.full((len(a) + 1, 2), -1, dtype=np.int64))
+
     def _alloc_pairs(self, cap):
         self._pairs = np.zeros((cap, 2), dtype=np.int64)
         self._lib = np.zeros(cap, dtype=np.int64)
 
     def _alloc_out(self, cap, keep=0):
-        """Output buffers for cap contacts (layout in `kernels.emit_patch`), keeping the first
+        """Output buffers for cap contacts (layout in `patch.emit_patch`), keeping the first
         `keep` contacts of the current ones."""
         out = (np.zeros((5, cap), dtype=np.int64), np.zeros((cap, 3)), np.zeros((cap, 3, 3)), np.zeros((4, cap)))
         if keep:
@@ -218,7 +219,7 @@ class CollisionDetector:
         return allow
 
     def _exclude_touching(self, q):
-        model, S = self.model, self.shapes
+        model = self.model
         root = np.arange(model.nbodies)
         for i in range(model.nbodies):
             if model.parent[i] >= 0:
@@ -239,30 +240,38 @@ class CollisionDetector:
         return np.flatnonzero(S.body == b)
 
     # ------------------------------------------------------------------ queries
-    def _check_q(self, q):
-        """q as a float array of shape (nq,); finiteness and unit quaternions are checked by
-        the kernel (`_run_kernel`)."""
+    def _placements(self, q, placements):
+        """Body placements (oR (n, 3, 3), op (n, 3)) at q: the caller's (the step's kinematics,
+        `models.Data.oR`/`.op` at q), or forward kinematics here after the model's check of q
+        (finite; unit free-joint and spherical quaternions, unit planar (cos, sin); as
+        `models.Model.check_q`, whose message a rejected q gets)."""
+        model = self.model
+        if placements is not None:
+            oR, op = placements
+            if oR.shape != self._oR.shape or op.shape != self._op.shape:
+                raise CollisionError(f"placements must be (oR {self._oR.shape}, op {self._op.shape}) arrays of the "
+                                     f"bodies at q, got {oR.shape} and {op.shape}")
+            return oR, op
         q = np.asarray(q, dtype=float)
-        if q.shape != (self.model.nq,):
-            raise CollisionError(f"q has shape {q.shape}, expected ({self.model.nq},)")
-        return q
+        if q.shape != (model.nq,):
+            raise CollisionError(f"q has shape {q.shape}, expected ({model.nq},)")
+        if model.nbodies:
+            if q_status_kernel(model.jint, q, 1e-6) != -1:
+                try:
+                    model.check_q(q)
+                except ValueError as e:
+                    raise CollisionError(str(e)) from None
+            fk_kernel(model.jint, model.jfloat, q, self._oR, self._op)
+        return self._oR, self._op
 
-    def _bad_q(self, q, status):
-        if status == K.Q_NOT_FINITE:
-            raise CollisionError("q contains NaN or inf")
-        nrm = np.sqrt((q[self._quat_idx] ** 2).sum(1))
-        raise CollisionError(f"q: free-joint quaternions must be unit, norms {nrm[np.abs(nrm - 1) > 1e-6]}")
-
-    def _run_kernel(self, q):
+    def _run_kernel(self, q, placements=None):
+        oR, op = self._placements(q, placements)
         S = self.shapes
         while True:
-            status, npairs, nlib, k = K.detect_kernel(
-                self.model.jint, self.model.jfloat, q, S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le,
-                S.cverts, S.coff, S.hull, self.allow, self.planes, self.others, self.native_ok, self.margin,
-                self.tol, S.friction, S.restitution, S.compliance, self._oR, self._op, self._gR,
-                self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
-            if status != K.Q_OK:
-                self._bad_q(q, status)
+            npairs, nlib, k = driver.detect_kernel(
+                S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le, S.cverts, S.coff, S.hull, self.allow, self.planes,
+                self.others, self.pair_table, self._pair_cache, self.margin, self.tol, S.friction, S.restitution,
+                S.compliance, oR, op, self._gR, self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
             if npairs > self._pairs.shape[0]:
                 self._alloc_pairs(2 * npairs)
                 continue
@@ -271,10 +280,13 @@ class CollisionDetector:
                 continue
             return npairs, nlib, k
 
-    def detect(self, q):
-        """Contacts (`Contacts`) of the world at configuration q (nq,)."""
-        q = self._check_q(q)
-        npairs, nlib, k = self._run_kernel(q)
+    def detect(self, q, placements=None):
+        """Contacts (`Contacts`) of the world at configuration q (nq,).
+
+        placements: the bodies' world placements at q, (oR (n, 3, 3), op (n, 3)), e.g.
+        ``(data.oR, data.op)`` of a `models.Data` computed at q (the simulator's step): forward
+        kinematics is then not run again, and q is not checked again."""
+        npairs, nlib, k = self._run_kernel(q, placements)
         if nlib:
             lib = self._pairs[self._lib[:nlib]]
             while True:
@@ -288,19 +300,16 @@ class CollisionDetector:
 
     def candidate_pairs(self, q):
         """(p, 2) geometry index pairs (a < b) that pass the filter and the broad phase."""
-        q = self._check_q(q)
         npairs, _, _ = self._run_kernel(q)
         return self._pairs[:npairs].copy()
 
     def geometry_placements(self, q):
         """World placements of all geometries: (R (ng, 3, 3), p (ng, 3))."""
-        q = self._check_q(q)
         self._run_kernel(q)
         return self._gR.copy(), self._gp.copy()
 
     def aabbs(self, q):
         """World AABBs (lo, hi) (ng, 3) of the geometries (not inflated; planes infinite)."""
-        q = self._check_q(q)
         self._run_kernel(q)
         lo, hi = self._lo.copy(), self._hi.copy()
         fin = np.isfinite(lo[:, 0])

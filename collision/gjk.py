@@ -11,7 +11,7 @@ objects", GDC 2001) grows a polytope inside A − B from GJK's simplex until its
 the origin is on the boundary: that face's normal and distance are the contact normal and
 the depth.
 
-Result convention (as `kernels`): n unit from shape a to shape b, witness points pa, pb on
+Result convention (as `collision.patch`): n unit from shape a to shape b, witness points pa, pb on
 the surfaces, separation (pb − pa) · n (negative = penetration).
 """
 from collections import namedtuple
@@ -29,11 +29,12 @@ EPA_MAXV = EPA_ITERS + 4            # polytope vertices
 EPA_MAXF = 2 * EPA_MAXV             # faces of a closed triangulated polytope: 2V − 4
 EPA_TOL = 1e-9                      # m: EPA stops when the support point gains less
 
-GjkWork = namedtuple("GjkWork", "W A B lam F FN FD E")
+GjkWork = namedtuple("GjkWork", "W A B lam F FN FD E sv")
 GjkWork.__doc__ = """Scratch of `gjk_epa` (allocate with `gjk_work`): support points W = A − B
 and their parts A, B (EPA_MAXV, 3) (rows 0–3: GJK's simplex), barycentric weights lam (4,),
 EPA faces F (EPA_MAXF, 3) int64 (row −1: dead), their unit normals FN (EPA_MAXF, 3) and
-distances FD (EPA_MAXF,), horizon edges E (3 EPA_MAXF, 2) int64."""
+distances FD (EPA_MAXF,), horizon edges E (3 EPA_MAXF, 2) int64, the last support vertices
+sv (2,) int64 of hulls a and b (where the next hill climb starts; −1: from the seeds)."""
 
 
 @njit(**_JIT)
@@ -41,7 +42,7 @@ def gjk_work():
     """A `GjkWork` scratch."""
     return GjkWork(np.zeros((EPA_MAXV, 3)), np.zeros((EPA_MAXV, 3)), np.zeros((EPA_MAXV, 3)), np.zeros(4),
                    np.zeros((EPA_MAXF, 3), dtype=np.int64), np.zeros((EPA_MAXF, 3)), np.zeros(EPA_MAXF),
-                   np.zeros((3 * EPA_MAXF, 2), dtype=np.int64))
+                   np.zeros((3 * EPA_MAXF, 2), dtype=np.int64), np.full(2, -1, dtype=np.int64))
 
 
 @njit(**_NONRT_INLINE)
@@ -53,13 +54,15 @@ def core_radius(kind, g, gsize):
 
 
 @njit(**_NONRT)
-def support_core(kind, g, gsize, gR, gp, cverts, hg, d0, d1, d2, P, i):
-    """A point of geometry g's core maximizing x · d, into P[i] (world)."""
+def support_core(kind, g, gsize, gR, gp, cverts, hg, d0, d1, d2, P, i, sv, j):
+    """A point of geometry g's core maximizing x · d, into P[i] (world). A hull's climb starts
+    at vertex sv[j] (−1: the seeds) and leaves its result there."""
     if kind == CONVEX:
         l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2
         l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2
         l2 = gR[g, 0, 2] * d0 + gR[g, 1, 2] * d1 + gR[g, 2, 2] * d2
-        v = hull_climb(g, cverts, hg, l0, l1, l2)[0]
+        v = hull_climb(g, cverts, hg, l0, l1, l2, sv[j])[0]
+        sv[j] = v
         for k in range(3):
             P[i, k] = gp[g, k] + gR[g, k, 0] * cverts[v, 0] + gR[g, k, 1] * cverts[v, 1] + gR[g, k, 2] * cverts[v, 2]
         return
@@ -89,8 +92,8 @@ def support_core(kind, g, gsize, gR, gp, cverts, hg, d0, d1, d2, P, i):
 def _support(a, b, gkind, gsize, gR, gp, cverts, hg, d0, d1, d2, ws, i):
     """Support point of A − B along d: ws.A[i] (of a along d), ws.B[i] (of b along −d),
     ws.W[i] = A[i] − B[i]."""
-    support_core(gkind[a], a, gsize, gR, gp, cverts, hg, d0, d1, d2, ws.A, i)
-    support_core(gkind[b], b, gsize, gR, gp, cverts, hg, -d0, -d1, -d2, ws.B, i)
+    support_core(gkind[a], a, gsize, gR, gp, cverts, hg, d0, d1, d2, ws.A, i, ws.sv, 0)
+    support_core(gkind[b], b, gsize, gR, gp, cverts, hg, -d0, -d1, -d2, ws.B, i, ws.sv, 1)
     for k in range(3):
         ws.W[i, k] = ws.A[i, k] - ws.B[i, k]
 
@@ -220,6 +223,8 @@ def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws):
     d0, d1, d2 = gp[a, 0] - gp[b, 0], gp[a, 1] - gp[b, 1], gp[a, 2] - gp[b, 2]
     if d0 * d0 + d1 * d1 + d2 * d2 < 1e-24:
         d0 = 1.0
+    ws.sv[0] = -1
+    ws.sv[1] = -1
     _support(a, b, gkind, gsize, gR, gp, cverts, hg, -d0, -d1, -d2, ws, 0)
     ws.lam[0] = 1.0
     n = 1

@@ -12,7 +12,7 @@ from numba import njit
 
 from .jitopts import _NONRT, _NONRT_INLINE
 
-HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark")
+HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark su sv order stack")
 HullGraph.__doc__ = """Vertex adjacency of every convex hull, for hill-climbing support queries.
 
 adj_off (NV+1,) int64, adj (E,) int64: CSR neighbour lists of the hull vertices (global
@@ -20,17 +20,21 @@ indices into ``cverts``; both directions of every hull edge). seed (ng, NSEED) i
 hull geometry the vertices extreme along the 14 directions ±x, ±y, ±z, (±1, ±1, ±1) of its
 frame (starting points of the climb); -1 rows for the other geometries. Scratch of
 `hull_support_set`: queue (NV,) int64, mark (NV+1,) int64 (visit stamps, the last entry
-the current stamp)."""
+the current stamp). Scratch of the ordered faces (`support._hull_face`): projections su, sv
+(NV,), sort order (NV,) int64, monotone-chain stack (2 NV + 1,) int64."""
 NSEED = 14
 
 
 @njit(**_NONRT_INLINE)
-def hull_climb(g, cverts, hg, l0, l1, l2):
+def hull_climb(g, cverts, hg, l0, l1, l2, start):
     """(vertex index, height) of a vertex of hull g maximizing v · l (l in the geometry frame):
-    steepest ascent on the hull's edge graph from the best seed. A vertex of a convex polytope
-    that no neighbour beats is a global maximum (the simplex method's argument; the support
-    mapping of Gilbert, Johnson and Keerthi, IEEE J. Robot. Autom. 1988, evaluated by hill
-    climbing as in Cameron, ICRA 1997, "Enhancing GJK")."""
+    steepest ascent on the hull's edge graph from the best of the seeds and vertex `start` (a
+    global index, e.g. the support vertex of a nearby direction: GJK's previous iterate, the
+    last step's axis; −1: none). A vertex of a convex polytope that no neighbour beats
+    is a global maximum (the simplex method's argument; the support mapping of Gilbert,
+    Johnson and Keerthi, IEEE J. Robot. Autom. 1988, evaluated by hill climbing as in Cameron,
+    ICRA 1997, "Enhancing GJK"), so the height does not depend on the start; on ties the
+    vertex may."""
     best = hg.seed[g, 0]
     hb = cverts[best, 0] * l0 + cverts[best, 1] * l1 + cverts[best, 2] * l2
     for j in range(1, NSEED):
@@ -38,6 +42,10 @@ def hull_climb(g, cverts, hg, l0, l1, l2):
         s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
         if s > hb:
             best, hb = v, s
+    if start >= 0:
+        s = cverts[start, 0] * l0 + cverts[start, 1] * l1 + cverts[start, 2] * l2
+        if s > hb:
+            best, hb = start, s
     while True:
         nxt = best
         for e in range(hg.adj_off[best], hg.adj_off[best + 1]):
@@ -56,7 +64,7 @@ def hull_support_set(g, cverts, hg, l0, l1, l2, tol):
     over the edge graph from the climb's maximum (on a convex polytope such a superlevel set
     is connected). Their global indices go to hg.queue[:m], ascending (as a scan in index
     order lists them). Returns (m, max height)."""
-    v0, hmax = hull_climb(g, cverts, hg, l0, l1, l2)
+    v0, hmax = hull_climb(g, cverts, hg, l0, l1, l2, -1)
     mark, queue = hg.mark, hg.queue
     ns = mark.shape[0] - 1
     mark[ns] += 1

@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from .kernels import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, NSEED, SPHERE, HullGraph
+from .hulls import NSEED, HullGraph
+from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, KIND_CODES, SPHERE
 
 
 class CollisionError(ValueError):
@@ -87,10 +88,10 @@ _SEED_DIRS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], 
 
 
 def hull_graph(cverts, coff, ctris):
-    """`kernels.HullGraph` of the convex hulls: vertex adjacency from the hull triangles
+    """`hulls.HullGraph` of the convex hulls: vertex adjacency from the hull triangles
     (ctris[g]: (nt, 3) local vertex indices of geometry g, None for other kinds) as CSR
     arrays over the global vertex indices of cverts, NSEED seed vertices per hull, and the
-    scratch of the support-set flood fill."""
+    scratch of the support-set flood fill and of the ordered faces."""
     ng = len(ctris)
     nv = cverts.shape[0]
     edges = [np.zeros((0, 2), dtype=np.int64)]
@@ -106,7 +107,8 @@ def hull_graph(cverts, coff, ctris):
     adj_off = np.zeros(nv + 1, dtype=np.int64)
     np.add.at(adj_off, e[:, 0] + 1, 1)
     return HullGraph(np.cumsum(adj_off), np.ascontiguousarray(e[:, 1]), seed, np.zeros(nv, dtype=np.int64),
-                     np.zeros(nv + 1, dtype=np.int64))
+                     np.zeros(nv + 1, dtype=np.int64), np.zeros(nv), np.zeros(nv), np.zeros(nv, dtype=np.int64),
+                     np.zeros(2 * nv + 1, dtype=np.int64))
 
 
 def _positive(g, vals, what):
@@ -120,10 +122,10 @@ def _positive(g, vals, what):
 class ShapeTable:
     """Flat arrays describing every collision geometry (index = position in the list).
 
-    kind (ng,) int, body (ng,) int, size (ng, 4) (see kernels), Rl (ng, 3, 3) and pl (ng, 3)
+    kind (ng,) int, body (ng,) int, size (ng, 4) (see `support`), Rl (ng, 3, 3) and pl (ng, 3)
     local placements, lc/le (ng, 3) local AABB center and half extents, cverts (NV, 3) with
     coff (ng+1,) offsets for convex hulls (ctris: list of hull triangles; hull: their
-    `kernels.HullGraph` for hill-climbing support queries), friction,
+    `hulls.HullGraph` for hill-climbing support queries), friction,
     restitution, compliance (ng,), group, mask (ng,) uint32.
     """
 

@@ -456,7 +456,8 @@ class Simulator:
     def _detect(self, st):
         """Contacts at q (self.data holds the kinematics at q, computed when q was set)."""
         t0 = time.perf_counter()
-        c = self.detector.detect(self.q)
+        d = self.data
+        c = self.detector.detect(self.q, placements=(d.oR, d.op))
         st.time_collision = time.perf_counter() - t0
         return c
 

@@ -442,8 +442,22 @@ def test_backends_agree_on_shallow_pairs(ka, kb, tmp_path):
                 assert np.dot(c.normal[0], c0.normal[0]) > 0.8, (cfg, c.normal[0], c0.normal[0])
                 assert np.isclose(c.distance.min(), c0.distance.min(), atol=3e-4), (cfg, c.distance)
                 continue
-            assert np.allclose(c.normal[0], c0.normal[0], atol=1e-3), (cfg, c.normal[0], c0.normal[0])
+            if not np.allclose(c.normal[0], c0.normal[0], atol=1e-3):
+                # curved pairs (GJK/EPA here, coal's own EPA there): the normals may differ where
+                # the depth is flat in the direction; ours separates at least as well (the signed
+                # distance is the max over n of the exact separation along n)
+                assert cfg[1] and _separation_along(dets[cfg], q, c.normal[0]) >= \
+                    _separation_along(dets[cfg], q, c0.normal[0]) - 1e-9, (cfg, c.normal[0], c0.normal[0])
             assert np.isclose(c.distance.min(), c0.distance.min(), atol=2e-6), (cfg, c.distance, c0.distance)
+
+
+def _separation_along(det, q, n):
+    """Exact separation of geometry 1 above geometry 0 along n (closed-form support heights)."""
+    from collision.support import support_height
+    S = det.shapes
+    gR, gp = det.geometry_placements(q)
+    return -(support_height(S.kind[0], 0, S.size, gR, gp, S.cverts, S.coff, S.hull, *n)
+             + support_height(S.kind[1], 1, S.size, gR, gp, S.cverts, S.coff, S.hull, *(-n)))
 
 
 # pairs fcl solves in closed form or on polytopes (the others go through libccd's EPA)

@@ -42,17 +42,28 @@ def meshes(tmp_path_factory):
     return {"rock": str(d / "rock.stl"), "ico": str(d / "ico.stl"), "slab": str(d / "slab.stl"), "head": head}
 
 
+def add_shape(b, name, what, meshes):
+    """A mesh of `meshes`, or a primitive: box, sphere, capsule, cylinder, disc (a flat cylinder)."""
+    if what in meshes:
+        b.add_mesh(name, meshes[what], convex=True)
+    elif what == "box":
+        b.add_box(name, (0.05, 0.03, 0.02))
+    elif what == "sphere":
+        b.add_sphere(name, 0.03)
+    elif what == "capsule":
+        b.add_capsule(name, 0.02, 0.08)
+    elif what == "cylinder":
+        b.add_cylinder(name, 0.03, 0.05)     # G1's shoulder cylinders: r 3 cm, length 3-5 cm
+    elif what == "disc":
+        b.add_cylinder(name, 0.04, 0.01)
+    else:
+        raise ValueError(what)
+
+
 def pair_world(meshes, first, second):
     b = simstep.WorldBuilder(gravity=(0, 0, 0))
-    b.add_mesh("a", meshes[first], convex=True)
-    if second in meshes:
-        b.add_mesh("b", meshes[second], convex=True)
-    elif second == "box":
-        b.add_box("b", (0.05, 0.03, 0.02))
-    elif second == "sphere":
-        b.add_sphere("b", 0.03)
-    else:
-        b.add_capsule("b", 0.02, 0.08)
+    add_shape(b, "a", first, meshes)
+    add_shape(b, "b", second, meshes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return b.build()
@@ -82,11 +93,11 @@ def fcl_distance(det, q):
 def support_gap(det, q, n):
     """max over a of x · n − min over b of x · n ... as −(separation along n), by brute force
     on the hull vertices / closed form (through the kernels' support_height)."""
-    import collision.kernels as K
+    from collision import support
     S = det.shapes
     gR, gp = det.geometry_placements(q)
-    ha = K.support_height(S.kind[0], 0, S.size, gR, gp, S.cverts, S.coff, S.hull, *n)
-    hb = K.support_height(S.kind[1], 1, S.size, gR, gp, S.cverts, S.coff, S.hull, *(-n))
+    ha = support.support_height(S.kind[0], 0, S.size, gR, gp, S.cverts, S.coff, S.hull, *n)
+    hb = support.support_height(S.kind[1], 1, S.size, gR, gp, S.cverts, S.coff, S.hull, *(-n))
     return -hb - ha   # separation of b above a along n
 
 
@@ -94,26 +105,33 @@ def on_surface(det, q, g, x):
     """Signed distance of world point x to geometry g's surface (hull: face planes;
     primitives: closed form)."""
     from scipy.spatial import ConvexHull
-    import collision.kernels as K
+    from collision import kinds
     S = det.shapes
     gR, gp = det.geometry_placements(q)
     xl = gR[g].T @ (x - gp[g])
     k, s = S.kind[g], S.size[g]
-    if k == K.CONVEX:
+    if k == kinds.CONVEX:
         eq = ConvexHull(S.convex_vertices(g)).equations
         return np.max(eq[:, :3] @ xl + eq[:, 3])
-    if k == K.BOX:
+    if k == kinds.BOX:
         e = np.abs(xl) - s[:3]
         return np.linalg.norm(np.maximum(e, 0)) + min(e.max(), 0)
-    if k == K.SPHERE:
+    if k == kinds.SPHERE:
         return np.linalg.norm(xl) - s[0]
-    if k == K.CAPSULE:
+    if k == kinds.CAPSULE:
         return np.linalg.norm(xl - [0, 0, np.clip(xl[2], -s[1], s[1])]) - s[0]
+    if k == kinds.CYLINDER:
+        e = np.array([np.hypot(xl[0], xl[1]) - s[0], abs(xl[2]) - s[1]])
+        return np.linalg.norm(np.maximum(e, 0)) + min(e.max(), 0)
     raise ValueError(k)
 
 
 CASES = [("rock", "rock"), ("rock", "ico"), ("slab", "slab"), ("head", "rock"), ("rock", "box"),
-         ("slab", "box"), ("ico", "sphere"), ("rock", "capsule"), ("head", "capsule")]
+         ("slab", "box"), ("ico", "sphere"), ("rock", "capsule"), ("head", "capsule"),
+         # cylinders (G1's shoulders) against hulls, primitives and cylinders: GJK/EPA on the
+         # closed-form support of the rim
+         ("cylinder", "rock"), ("cylinder", "head"), ("cylinder", "box"), ("cylinder", "sphere"),
+         ("cylinder", "capsule"), ("cylinder", "cylinder"), ("disc", "cylinder"), ("slab", "disc")]
 
 
 @pytest.mark.parametrize("first,second", CASES)
@@ -147,6 +165,12 @@ def test_gjk_pairs_against_coal_and_fcl(meshes, first, second):
             assert np.allclose(c.frame[:, :, 2], n)            # one normal per patch
             sep = c.distance.min()
             assert abs(sep - dc) < 1e-5, (kind, sep, dc)       # distance / depth as coal's
+            # exact oracle: the signed distance of two convex sets is the max over directions n of
+            # the separation along n (closed-form / brute-force support heights): ours is the
+            # separation along our normal, and that normal does at least as well as coal's
+            gap = support_gap(det, qq, n)
+            assert abs(gap - sep) < 2e-6, (kind, gap, sep)
+            assert gap >= support_gap(det, qq, nc) - 2e-6, (kind, gap, support_gap(det, qq, nc))
             if kind == "deep":
                 assert abs(fcl_distance(det, qq) - dc) < 1e-4   # fcl's EPA agrees (looser tolerance)
             # the normal: coal's, or (several directions of equal depth) one with the same separation
@@ -161,3 +185,28 @@ def test_gjk_pairs_against_coal_and_fcl(meshes, first, second):
             cl = lib.detect(qq)
             assert abs(cl.distance.min() - sep) < 1e-5
     assert min(counts.values()) >= 12
+
+
+def test_pair_cache_changes_time_not_contacts():
+    """The separating axes remembered across calls (`PairCache`) only prove separation: over a
+    random walk of G1's joints with self-collision, a detector that remembers gives the same
+    contacts as one that does not, and skips most self pairs by the remembered axis."""
+    path, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b.add_urdf("g1", path, package_dirs=dirs, position=(0, 0, 0.75))
+        w = b.build()
+    cached = CollisionDetector(w, margin=2e-3)
+    fresh = CollisionDetector(w, margin=2e-3)
+    fresh._pair_cache.slot[:] = -1
+    rng = np.random.default_rng(3)
+    q = w.q0.copy()
+    lo, hi = w.model.lower[6:], w.model.upper[6:]       # the revolute joints after the free base
+    for step in range(30):
+        q[7:] = np.clip(q[7:] + rng.normal(size=len(q) - 7) * 0.08, lo, hi)
+        c1, c0 = cached.detect(q), fresh.detect(q)
+        assert np.array_equal(c1.key, c0.key) and np.array_equal(c1.geom1, c0.geom1)
+        assert np.array_equal(c1.distance, c0.distance) and np.array_equal(c1.frame, c0.frame)
+    assert np.any(cached._pair_cache.axis != 0)

@@ -1,5 +1,5 @@
 """Hill-climbing support queries on convex hulls (`kernels.hull_climb`, `hull_support_set`,
-and `support_feature`/`support_height` built on them) against brute-force scans of all
+and `support_feature` (ordered faces: `_hull_face`)/`support_height` built on them) against brute-force scans of all
 vertices: G1's link hulls, random hulls, and hulls with many coplanar vertices (boxes and
 cylinders sampled on a grid, where faces are triangulated and directions along the axes tie
 whole faces)."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.spatial import ConvexHull
 
-import collision.kernels as K
+from collision import hulls, kinds, support, workspace
 import models
 import simstep
 from collision.shapes import ShapeTable, hull_graph
@@ -77,16 +77,16 @@ def _check_hulls(verts, coff, hg, gs, rng, ndir):
         V = verts[coff[g]:coff[g + 1]]
         for d in _directions(rng, ndir):
             h = V[:, 0] * d[0] + V[:, 1] * d[1] + V[:, 2] * d[2]    # the kernels' arithmetic
-            v, hc = K.hull_climb(g, verts, hg, d[0], d[1], d[2])
+            v, hc = hulls.hull_climb(g, verts, hg, d[0], d[1], d[2], -1)
             assert coff[g] <= v < coff[g + 1] and hc == h[v - coff[g]] == h.max()
             for tol in (0.0, 1e-3, 1e-2):
-                m, hm = K.hull_support_set(g, verts, hg, d[0], d[1], d[2], tol)
+                m, hm = hulls.hull_support_set(g, verts, hg, d[0], d[1], d[2], tol)
                 assert hm == hc and np.array_equal(hg.queue[:m], coff[g] + np.flatnonzero(h >= hc - tol))
 
 
 def test_climb_and_support_sets_on_g1_hulls():
     S = _g1_table()
-    hulls = np.flatnonzero(S.kind == K.CONVEX)
+    hulls = np.flatnonzero(S.kind == kinds.CONVEX)
     assert len(hulls) > 10 and max(S.coff[g + 1] - S.coff[g] for g in hulls) > 1000
     _check_hulls(S.cverts, S.coff, S.hull, hulls, np.random.default_rng(0), 60)
 
@@ -122,6 +122,29 @@ def _support_reference(V, R, p, d, tol, cap):
     return W[order[:cap]], len(sel)
 
 
+def _check_ordered_face(F, full, d):
+    """F is the support set `full`'s face ordered as a convex polygon, counter-clockwise seen
+    from the tip of d: its points are support vertices, consecutive edges turn left, and it
+    encloses the area of the set's 2-D convex hull (scipy)."""
+    from scipy.spatial import QhullError
+    t1 = np.cross(d, [1.0, 0.0, 0.0] if abs(d[0]) < 0.9 else [0.0, 1.0, 0.0])
+    t1 /= np.linalg.norm(t1)
+    t2 = np.cross(d / np.linalg.norm(d), t1)
+    for x in F:
+        assert np.min(np.linalg.norm(full - x, axis=1)) < 1e-12
+    P, Q = full @ np.c_[t1, t2], F @ np.c_[t1, t2]
+    try:
+        area = ConvexHull(P).volume      # 2-D: the area
+    except QhullError:      # collinear support set: a segment
+        assert len(F) == 2
+        return
+    e = np.roll(Q, -1, axis=0) - Q
+    assert np.all(e[:, 0] * np.roll(e, -1, axis=0)[:, 1] - e[:, 1] * np.roll(e, -1, axis=0)[:, 0] >= -1e-14)
+    if len(F) < workspace.MAXF:     # not truncated to the output buffer: the whole hull (same area)
+        shoelace = 0.5 * np.sum(Q[:, 0] * np.roll(Q, -1, axis=0)[:, 1] - Q[:, 1] * np.roll(Q, -1, axis=0)[:, 0])
+        assert abs(shoelace - area) <= 1e-7 * area + 1e-15, (shoelace, area)   # (near-collinear corners dropped)
+
+
 @pytest.mark.parametrize("ordered", [False, True])
 def test_support_feature_and_height_match_the_scan(ordered):
     """support_feature (climb and flood fill) gives a scan's output exactly, in the same
@@ -133,22 +156,22 @@ def test_support_feature_and_height_match_the_scan(ordered):
     gR = np.array([np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(len(S))])
     gR *= np.sign(np.linalg.det(gR))[:, None, None]
     gp = rng.normal(size=(len(S), 3))
-    out = np.zeros((K.MAXF, 3))
-    D = np.zeros((K.NV3, 3))
+    out = np.zeros((workspace.MAXF, 3))
+    D = np.zeros((workspace.NV3, 3))
     big = 0
-    for g in np.flatnonzero(S.kind == K.CONVEX):
+    for g in np.flatnonzero(S.kind == kinds.CONVEX):
         V = S.convex_vertices(g)
         for d in _directions(rng, 20):
             D[0] = gR[g] @ d
             for tol in (1e-9, 1e-3, 2e-2):
-                m = K.support_feature(K.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, D, 0, tol, out, ordered)
-                ref, nsel = _support_reference(V, gR[g], gp[g], D[0], tol, K.MAXF)
-                big += nsel > K.MAXF
+                m = support.support_feature(kinds.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, D, 0, tol, out, ordered)
+                ref, nsel = _support_reference(V, gR[g], gp[g], D[0], tol, workspace.MAXF)
+                big += nsel > workspace.MAXF
                 if ordered and nsel > 2:
-                    assert m == K.NEEDS_HULL
+                    _check_ordered_face(out[:m], *_support_reference(V, gR[g], gp[g], D[0], tol, nsel)[:1], D[0])
                 else:
                     assert m == len(ref) and np.array_equal(out[:m], ref)
-            h = K.support_height(K.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, *D[0])
+            h = support.support_height(kinds.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, *D[0])
             brute = (V @ gR[g].T + gp[g]) @ D[0]
             assert abs(h - brute.max()) <= 1e-12
     assert big > 0   # support sets larger than the output buffer were exercised

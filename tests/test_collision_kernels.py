@@ -5,12 +5,16 @@ configurations). Any change of a native contact (count, order, pair, key, positi
 distance, material) fails `test_native_contacts_unchanged`: regenerate the fingerprints only
 for an intended change of the contact model, never for a speed-up.
 """
+from pathlib import Path
+
 import numpy as np
 import pytest
 import trimesh
 
 import collision
-import collision.kernels as K
+import models
+import models.joints
+from collision import kinds, midphase, narrow, support, workspace
 import simstep
 from collision import CollisionDetector, CollisionError
 from collision.shapes import hull_graph
@@ -237,15 +241,15 @@ def test_sat_early_out_matches_full_search():
             R[1] = R[0]
         p = np.zeros((ng, 3))
         p[1] = rng.normal(size=3) * rng.uniform(0.02, 0.3)
-        V1 = np.zeros((K.NV3, 3))
-        s_full, e_full = K._box_box(size, R, p, 0, 1, V1, np.inf)
+        V1 = np.zeros((workspace.NV3, 3))
+        s_full, e_full = narrow._box_box(size, R, p, 0, 1, V1, np.inf)
         seps = np.sort(axis_separations(size, R, p))
         margins = list(0.5 * (seps[1:] + seps[:-1])) + [s_full, s_full + 1e-12, s_full - 1e-12, 0.0, 2e-3]
         for margin in margins:
-            V2 = np.zeros((K.NV3, 3))
-            s, e = K._box_box(size, R, p, 0, 1, V2, margin)
+            V2 = np.zeros((workspace.NV3, 3))
+            s, e = narrow._box_box(size, R, p, 0, 1, V2, margin)
             if s_full <= margin:
-                assert s == s_full and e == e_full and np.array_equal(V1[K._VN], V2[K._VN]), (trial, margin)
+                assert s == s_full and e == e_full and np.array_equal(V1[workspace._VN], V2[workspace._VN]), (trial, margin)
                 checked += 1
             else:
                 assert margin < s <= s_full, (trial, margin)
@@ -260,8 +264,8 @@ def convex_support_reference(verts, R, p, d, tol):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_convex_support_against_numpy(seed, mesh_path):
-    """support_feature on a convex hull (allocation-free: unordered against planes, or at most
-    2 vertices) and support_feature_any (ordered face) select the vertices numpy selects."""
+    """support_feature on a convex hull (unordered against planes, or at most 2 vertices; and
+    the ordered face) selects the vertices numpy selects."""
     verts, tris = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
     rng = np.random.default_rng(seed)
     gR = rotm(rng.normal(size=3))[None].copy()
@@ -272,16 +276,16 @@ def test_convex_support_against_numpy(seed, mesh_path):
     axes = list(np.eye(3)) + [gR[0][:, 0], -gR[0][:, 2], (gR[0][:, 0] + gR[0][:, 1]) / np.sqrt(2)]
     for d in axes + list(rng.normal(size=(20, 3))):
         d = np.asarray(d, float) / np.linalg.norm(d)
-        D = np.zeros((K.NV3, 3))
+        D = np.zeros((workspace.NV3, 3))
         D[0] = d
         for tol in (1e-9, 1e-3, 0.02):
             world = convex_support_reference(verts, gR[0], gp[0], d, tol)
-            out = np.zeros((K.MAXF, 3))
-            m = K.support_feature(K.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out, False)
+            out = np.zeros((workspace.MAXF, 3))
+            m = support.support_feature(kinds.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out, False)
             assert m == len(world) and out[0] @ d >= np.max(world @ d) - 1e-12  # an extreme vertex first
             assert np.allclose(np.sort(out[:m], axis=0), np.sort(world, axis=0), atol=1e-12)
-            out2 = np.zeros((K.MAXF, 3))
-            m2 = K.support_feature_any(K.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out2, True)
+            out2 = np.zeros((workspace.MAXF, 3))
+            m2 = support.support_feature(kinds.CONVEX, 0, gsize, gR, gp, verts, coff, hg, D, 0, tol, out2, True)
             if len(world) <= 2:
                 assert m2 == m and np.array_equal(out2[:m2], out[:m])
             else:  # the ordered face: a subset of the selected vertices, their convex hull
@@ -290,15 +294,15 @@ def test_convex_support_against_numpy(seed, mesh_path):
                     assert np.min(np.linalg.norm(world - x, axis=1)) < 1e-12
 
 
-def test_q_checked_in_kernel():
-    """The finite and unit-quaternion checks run in the kernel (no numpy pass over q), with
-    the same errors as before; nothing is computed for a rejected q."""
+def test_q_checked_by_the_model():
+    """q is checked by the model's one check (`models.Model.check_q`: finite, unit free-joint
+    and spherical quaternions), with its message; nothing is computed for a rejected q."""
     w = triangle_scene()
     det = CollisionDetector(w, margin=2e-3)
     c0 = det.detect(w.q0)
     q = w.q0.copy()
     q[7 * 3 + 3:7 * 3 + 7] *= 1.0 + 2e-6
-    with pytest.raises(CollisionError, match="unit, norms"):
+    with pytest.raises(CollisionError, match="not unit"):
         det.detect(q)
     q[7 * 3 + 3:7 * 3 + 7] *= 1.0 / (1.0 + 2e-6)
     det.detect(q)  # within 1e-6 of unit: accepted
@@ -311,6 +315,29 @@ def test_q_checked_in_kernel():
     assert np.array_equal(c0.position, c1.position) and np.array_equal(c0.key, c1.key)
 
 
+def test_spherical_quaternion_checked():
+    """A spherical (ball) joint's quaternion is checked too (the old kernel's own check missed
+    it); the placements of the caller's kinematics give the same contacts as detect's own."""
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    b.add_mjcf("h", str(Path(__file__).parent / "data" / "mjcf" / "humanoid_tree.xml"), position=(0, 0, 0.05))
+    w = b.build()
+    m = w.model
+    ball = [j for j in range(m.nbodies) if m.jtype[j] == models.joints.SPHERICAL]
+    assert ball
+    det = CollisionDetector(w, margin=2e-3)
+    q = w.q0.copy()
+    iq = m.idx_q[ball[0]]
+    q[iq:iq + 4] = [0.1, 0.0, 0.0, 1.0]
+    with pytest.raises(CollisionError, match="not unit"):
+        det.detect(q)
+    q[iq:iq + 4] /= np.linalg.norm(q[iq:iq + 4])
+    c = det.detect(q)
+    d = models.Data(m).compute(q)
+    c2 = CollisionDetector(w, margin=2e-3).detect(q, placements=(d.oR, d.op))
+    assert len(c) > 0 and np.array_equal(c.key, c2.key) and np.array_equal(c.position, c2.position)
+
+
 def _primitive_points(kind, size, R, p, n=4000, rng=None):
     """Dense surface samples (world) of a sphere, capsule, cylinder or box, for brute-force
     support heights (their maximum along d is within a few 1e-6 of the exact one)."""
@@ -318,11 +345,11 @@ def _primitive_points(kind, size, R, p, n=4000, rng=None):
     u = rng.normal(size=(n, 3))
     u /= np.linalg.norm(u, axis=1)[:, None]
     r, h = size[0], size[1]
-    if kind == K.SPHERE:
+    if kind == kinds.SPHERE:
         x = r * u
-    elif kind == K.CAPSULE:
+    elif kind == kinds.CAPSULE:
         x = r * u + np.where(u[:, 2:3] > 0, 1.0, -1.0) * np.array([0, 0, h])
-    elif kind == K.CYLINDER:
+    elif kind == kinds.CYLINDER:
         th = np.linspace(0, 2 * np.pi, n, endpoint=False)
         x = np.concatenate([np.c_[r * np.cos(th), r * np.sin(th), np.full(n, h)],
                             np.c_[r * np.cos(th), r * np.sin(th), np.full(n, -h)]])
@@ -334,21 +361,21 @@ def _primitive_points(kind, size, R, p, n=4000, rng=None):
 @pytest.mark.parametrize("kind", ["sphere", "capsule", "cylinder", "box", "mesh"])
 def test_support_height_against_brute_force(kind, mesh_path):
     rng = np.random.default_rng(3)
-    code = {"sphere": K.SPHERE, "capsule": K.CAPSULE, "cylinder": K.CYLINDER, "box": K.BOX, "mesh": K.CONVEX}[kind]
+    code = {"sphere": kinds.SPHERE, "capsule": kinds.CAPSULE, "cylinder": kinds.CYLINDER, "box": kinds.BOX, "mesh": kinds.CONVEX}[kind]
     size = np.array([[0.05, 0.12, 0.03, 0.0]])
     verts, tris = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
-    coff = np.array([0, len(verts) if code == K.CONVEX else 0])
-    hg = hull_graph(verts, coff, [tris if code == K.CONVEX else None])
+    coff = np.array([0, len(verts) if code == kinds.CONVEX else 0])
+    hg = hull_graph(verts, coff, [tris if code == kinds.CONVEX else None])
     for _ in range(10):
         gR, gp = rotm(rng.normal(size=3))[None].copy(), rng.normal(size=(1, 3))
-        pts = verts @ gR[0].T + gp[0] if code == K.CONVEX else _primitive_points(code, size[0], gR[0], gp[0], rng=rng)
+        pts = verts @ gR[0].T + gp[0] if code == kinds.CONVEX else _primitive_points(code, size[0], gR[0], gp[0], rng=rng)
         for d in rng.normal(size=(10, 3)) * rng.uniform(0.1, 3.0):
-            h = K.support_height(code, 0, size, gR, gp, verts, coff, hg, d[0], d[1], d[2])
+            h = support.support_height(code, 0, size, gR, gp, verts, coff, hg, d[0], d[1], d[2])
             brute = (pts @ d).max()
             # never below the surface's maximum (the cull's safety), and above it only by the
             # sampling's resolution (random points on the spheres' caps: ~5e-3 r |d|)
             assert h >= brute - 1e-12
-            slack = {K.CONVEX: 1e-12, K.BOX: 1e-12, K.CYLINDER: 1e-7}.get(code, 5e-3 * 0.05 * np.linalg.norm(d))
+            slack = {kinds.CONVEX: 1e-12, kinds.BOX: 1e-12, kinds.CYLINDER: 1e-7}.get(code, 5e-3 * 0.05 * np.linalg.norm(d))
             assert h <= brute + slack
 
 
@@ -359,12 +386,12 @@ def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
     verts, tris = collision.load_convex_mesh(mesh_path, (0.1, 0.07, 0.05))
     cv = np.concatenate([verts, verts * [0.6, 1.3, 0.8]])
     coff = np.array([0, len(verts), 2 * len(verts), 2 * len(verts)])
-    gkind = np.array([K.CONVEX, K.CONVEX, K.BOX])
+    gkind = np.array([kinds.CONVEX, kinds.CONVEX, kinds.BOX])
     gsize = np.array([[0, 0, 0, 0], [0, 0, 0, 0], [0.04, 0.09, 0.02, 0]], float)
     lc = np.array([verts.mean(0) + 0.02, (verts * [0.6, 1.3, 0.8]).mean(0), np.zeros(3)])
     hg = hull_graph(cv, coff, [tris, tris, None])
     def shape(g):
-        if gkind[g] == K.BOX:
+        if gkind[g] == kinds.BOX:
             return coal.Box(*(2 * gsize[g, :3]))
         pts = coal.StdVec_Vec3s()
         pts.extend(list(cv[coff[g]:coff[g + 1]]))
@@ -379,7 +406,7 @@ def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
         gR = np.array([rotm(rng.normal(size=3)) for _ in range(3)])
         gp = rng.normal(size=(3, 3)) * 0.12
         for a, b in ((0, 1), (0, 2)):
-            cut = K.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, hg, margin)
+            cut = midphase.separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cv, coff, hg, margin)[0]
             req, res = coal.DistanceRequest(), coal.DistanceResult()
             dist = coal.distance(shapes[a], coal.Transform3s(gR[a], gp[a]), shapes[b],
                                  coal.Transform3s(gR[b], gp[b]), req, res)

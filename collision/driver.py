@@ -1,0 +1,95 @@
+"""The detection driver: one numba call per detection runs the stages in order.
+
+(body placements from the caller: the step's kinematics, or `detector` runs FK) → geometry
+placements and AABBs (`broadphase`) → candidate
+pairs (`broadphase`) → per pair: proofs of separation (`midphase`), then the kernel of its
+pair type (`narrow`), and the patch into the output buffers (`patch.emit_patch`). Pairs of a
+type left to the library backend are listed for `collision.backends`.
+
+Performance: numba's runtime (NRT) increments and decrements an atomic reference count for
+every array view made in a kernel and every array argument of a call between kernels, and
+a call passes each array as 7 to 11 machine words; both cost more than the geometry. So
+the per-pair loop and every kernel it calls run without the runtime (`collision.jitopts`),
+never slice, and the scratch is allocated once per detection, here.
+"""
+import numpy as np
+from numba import njit
+
+from models.jitcache import drop_stale_cache
+
+from . import broadphase, gjk, hulls, midphase, narrow, patch, support, workspace
+from .broadphase import aabb_kernel, broadphase_kernel, placements_kernel
+from .gjk import gjk_work
+from .jitopts import _JIT, _NONRT
+from .midphase import _cache_axis, separated_along_cached, separated_along_centres
+from .narrow import PAIR_GJK, PAIR_LIBRARY, PAIR_NONE, narrow_pair
+from .patch import emit_patch
+from .workspace import patch_workspace
+
+# `detect_kernel` compiles in the stages' kernels
+drop_stale_cache(__file__, [broadphase.__file__, gjk.__file__, hulls.__file__,
+                            midphase.__file__, narrow.__file__, patch.__file__, support.__file__,
+                            workspace.__file__])
+
+
+@njit(**_NONRT)
+def narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cverts, coff, hg, table, pc, margin,
+                 tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, pw, gw, G):
+    """Every candidate pair: culled by a proof of separation (pairs solved by support
+    heights: GJK and library types), solved by its type's kernel (`narrow.narrow_pair`) and
+    emitted, or listed in lib_pairs for the library. Returns (library pairs, contacts)."""
+    ng = gbody.shape[0]
+    cap = out_i.shape[1]
+    nlib = 0
+    k = 0
+    for pi in range(npairs):
+        a, b = pairs[pi, 0], pairs[pi, 1]
+        code = table[gkind[a], gkind[b]]
+        if code == PAIR_NONE:
+            continue
+        s = -1
+        if code == PAIR_GJK or code == PAIR_LIBRARY:
+            # culled when the last separating axis or the centres' axis separates
+            s = pc.slot[a, b]
+            if s >= 0 and separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, pc, s):
+                continue
+            sep, d0, d1, d2 = separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin)
+            if sep:
+                if s >= 0:
+                    _cache_axis(pc, s, d0, d1, d2)
+                continue
+            if code == PAIR_LIBRARY:
+                lib_pairs[nlib] = pi
+                nlib += 1
+                continue
+        m = narrow_pair(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, pw.V, pw.PA, pw.PB, pw.FA,
+                        pw.FB, pw.ws, gw, G)
+        if code == PAIR_GJK and s >= 0 and m != -2:
+            _cache_axis(pc, s, G[0, 0], G[0, 1], G[0, 2])
+        if m == -2:
+            lib_pairs[nlib] = pi
+            nlib += 1
+        elif m > 0:
+            k = emit_patch(a, b, pw.V, pw.PA, pw.PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R,
+                           out_s, k, cap, pw.keep, pw.ws)
+    return nlib, k
+
+
+@njit(**_JIT)
+def detect_kernel(gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff, hg, allow, planes, others, table, pc, margin,
+                  tol, gfric, grest, gcomp, oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
+    """Geometry placements from the body placements oR (n, 3, 3), op (n, 3), AABBs, broad
+    phase and the narrow phase.
+
+    table (6, 6) uint8: pair type of each kind pair (`narrow.pair_table`); pc: the
+    `midphase.PairCache`. Returns (number of candidate pairs, number of library pairs, number
+    of contacts written); counts beyond the buffers mean "grow and call again"."""
+    placements_kernel(gbody, gRl, gpl, oR, op, gR, gp)
+    aabb_kernel(gkind, gR, gp, lc, le, margin, lo, hi)
+    npairs = broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pairs)
+    if npairs > pairs.shape[0]:
+        return npairs, 0, 0
+    nlib, k = narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cverts, coff, hg, table, pc,
+                           margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, patch_workspace(), gjk_work(),
+                           np.zeros((3, 3)))
+    return npairs, nlib, k

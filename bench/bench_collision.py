@@ -78,10 +78,11 @@ def stack():
     return w, w.q0, 4 * 30
 
 
-def settled(centres):
-    """bench_step's box pyramid after 100 steps of the simulator (dt 1 ms), its 2 mm margin."""
-    from bench.bench_step import DT, box_world
-    w = box_world(centres)
+def settled(shape):
+    """bench_step's 0.1 m box pyramid (`box_scene(shape, 4, 0.1)`) after 100 steps of the
+    simulator (dt 1 ms), its 2 mm margin."""
+    from bench.bench_step import DT, box_scene
+    w = box_scene(shape, 4, 0.1)[0]
     sim = simstep.Simulator(w, dt=DT)
     sim.run(100)
     return w, sim.q.copy(), None
@@ -142,11 +143,10 @@ def per_call_us(fn, number):
 
 
 def run(number, rounds):
-    from bench.bench_step import square_centres, triangle_centres
     scenes = {"pyramid-30": (pyramid, 0.0), "stack-30": (stack, 0.0), "g1-lying": (g1_lying, 0.0),
               "g1-lying-m2cm": (g1_lying, 0.02),
-              "step-triangle-10": (lambda: settled(triangle_centres()), 2e-3),
-              "step-square-30": (lambda: settled(square_centres()), 2e-3)}
+              "step-triangle-10": (lambda: settled("triangle"), 2e-3),
+              "step-square-30": (lambda: settled("square"), 2e-3)}
     variants = [("coal+native", "coal", True), ("coal", "coal", False),
                 ("fcl+native", "fcl", True), ("fcl", "fcl", False)]
     rows, broad = [], []

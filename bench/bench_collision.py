@@ -306,12 +306,14 @@ def run_robots(number, rounds):
                 mj = dict(mujoco_us=med["mujoco"], ratio=med["all"] / med["mujoco"], mujoco_contacts=int(mjd.ncon),
                           mujoco_pairs=len(mj_pairs))
             p95 = {k: float(np.percentile(t, 95)) for k, t in times.items()}
-            rows.append(dict(scene=name, self_collision=sc, ours_us=med["all"], ours_p95_us=p95["all"],
-                             mujoco_us=None, ratio=None, mujoco_contacts=None, mujoco_pairs=None,
-                             fixed_us=med["fixed"], per_type_us=per_type,
-                             contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
-                             candidates=det.stats["candidates"], library_pairs=det.stats["library_pairs"],
-                             min_distance=float(c.distance.min()) if len(c) else None, **mj))
+            row = dict(scene=name, self_collision=sc, ours_us=med["all"], ours_p95_us=p95["all"],
+                       mujoco_us=None, ratio=None, mujoco_contacts=None, mujoco_pairs=None,
+                       fixed_us=med["fixed"], per_type_us=per_type,
+                       contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
+                       candidates=det.stats["candidates"], library_pairs=det.stats["library_pairs"],
+                       min_distance=float(c.distance.min()) if len(c) else None)
+            row.update(mj)
+            rows.append(row)
             r = rows[-1]
             mjtxt = "mujoco     - " if robot is None else \
                 f"mujoco {r['mujoco_us']:7.1f} us  ratio {r['ratio']:5.2f}  contacts {r['contacts']:3d} " \

@@ -78,10 +78,11 @@ def stack():
     return w, w.q0, 4 * 30
 
 
-def settled(centres):
-    """bench_step's box pyramid after 100 steps of the simulator (dt 1 ms), its 2 mm margin."""
-    from bench.bench_step import DT, box_world
-    w = box_world(centres)
+def settled(shape):
+    """bench_step's 0.1 m box pyramid (`box_scene(shape, 4, 0.1)`) after 100 steps of the
+    simulator (dt 1 ms), its 2 mm margin."""
+    from bench.bench_step import DT, box_scene
+    w = box_scene(shape, 4, 0.1)[0]
     sim = simstep.Simulator(w, dt=DT)
     sim.run(100)
     return w, sim.q.copy(), None
@@ -142,11 +143,10 @@ def per_call_us(fn, number):
 
 
 def run(number, rounds):
-    from bench.bench_step import square_centres, triangle_centres
     scenes = {"pyramid-30": (pyramid, 0.0), "stack-30": (stack, 0.0), "g1-lying": (g1_lying, 0.0),
               "g1-lying-m2cm": (g1_lying, 0.02),
-              "step-triangle-10": (lambda: settled(triangle_centres()), 2e-3),
-              "step-square-30": (lambda: settled(square_centres()), 2e-3)}
+              "step-triangle-10": (lambda: settled("triangle"), 2e-3),
+              "step-square-30": (lambda: settled("square"), 2e-3)}
     variants = [("coal+native", "coal", True), ("coal", "coal", False),
                 ("fcl+native", "fcl", True), ("fcl", "fcl", False)]
     rows, broad = [], []
@@ -306,12 +306,14 @@ def run_robots(number, rounds):
                 mj = dict(mujoco_us=med["mujoco"], ratio=med["all"] / med["mujoco"], mujoco_contacts=int(mjd.ncon),
                           mujoco_pairs=len(mj_pairs))
             p95 = {k: float(np.percentile(t, 95)) for k, t in times.items()}
-            rows.append(dict(scene=name, self_collision=sc, ours_us=med["all"], ours_p95_us=p95["all"],
-                             mujoco_us=None, ratio=None, mujoco_contacts=None, mujoco_pairs=None,
-                             fixed_us=med["fixed"], per_type_us=per_type,
-                             contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
-                             candidates=det.stats["candidates"], library_pairs=det.stats["library_pairs"],
-                             min_distance=float(c.distance.min()) if len(c) else None, **mj))
+            row = dict(scene=name, self_collision=sc, ours_us=med["all"], ours_p95_us=p95["all"],
+                       mujoco_us=None, ratio=None, mujoco_contacts=None, mujoco_pairs=None,
+                       fixed_us=med["fixed"], per_type_us=per_type,
+                       contacts=len(c), pairs=int(len(set(zip(c.geom1, c.geom2)))),
+                       candidates=det.stats["candidates"], library_pairs=det.stats["library_pairs"],
+                       min_distance=float(c.distance.min()) if len(c) else None)
+            row.update(mj)
+            rows.append(row)
             r = rows[-1]
             mjtxt = "mujoco     - " if robot is None else \
                 f"mujoco {r['mujoco_us']:7.1f} us  ratio {r['ratio']:5.2f}  contacts {r['contacts']:3d} " \

@@ -403,7 +403,8 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out):
     n, vv = gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws)
     ra = core_radius(gkind[a], a, gsize)
     rb = core_radius(gkind[b], b, gsize)
-    if vv > 1e-20:     # cores apart: n from the closest points of the cores
+    apart = vv > 1e-18
+    if apart:     # cores apart: n from their closest points
         for k in range(3):
             out[1, k] = 0.0
             out[2, k] = 0.0
@@ -414,7 +415,14 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out):
         dist = np.sqrt(vv)
         for k in range(3):
             out[0, k] = (out[2, k] - out[1, k]) / dist
-    else:
+        # GJK converges slowly on curved shapes: touching ones may stop at a tiny closest-point
+        # vector of meaningless direction. Accept n only if the exact separation of the cores
+        # along it (their support points) is the distance found; else EPA gives the normal
+        _support(a, b, gkind, gsize, gR, gp, cverts, hg, out[0, 0], out[0, 1], out[0, 2], ws, EPA_MAXV - 1)
+        gap = -(ws.W[EPA_MAXV - 1, 0] * out[0, 0] + ws.W[EPA_MAXV - 1, 1] * out[0, 1]
+                + ws.W[EPA_MAXV - 1, 2] * out[0, 2])
+        apart = gap > dist - 1e-7 - 1e-3 * dist
+    if not apart:
         f = epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, n)
         if f < 0 or not np.isfinite(ws.FD[f]):
             return np.nan

@@ -7,7 +7,6 @@ all of them (G1's hulls have up to 2167).
 """
 from collections import namedtuple
 
-import numpy as np
 from numba import njit
 
 from .jitopts import _NONRT, _NONRT_INLINE

@@ -183,6 +183,20 @@ def _before(hg, i, j):
     return i < j
 
 
+@njit(**_NONRT_INLINE)
+def _chain_push(hull, h, lo, i, su, sv):
+    """Monotone chain step: pop the stack hull[:h] (down to lo entries) while its last two
+    points and point i do not turn left, push i; returns the new h."""
+    while h >= lo:
+        o, a = hull[h - 2], hull[h - 1]
+        if (su[a] - su[o]) * (sv[i] - sv[o]) - (sv[a] - sv[o]) * (su[i] - su[o]) <= 1e-14:
+            h -= 1
+        else:
+            break
+    hull[h] = i
+    return h + 1
+
+
 @njit(**_NONRT)
 def _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out):
     """The m hull vertices hg.queue[:m] (global indices, g's support set along d = D[i_d]) as
@@ -216,27 +230,11 @@ def _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out):
             order[j] = x
         gap //= 2
     h = 0
-    for ii in range(m):
-        i = order[ii]
-        while h >= 2:
-            o, a = hull[h - 2], hull[h - 1]
-            if (su[a] - su[o]) * (sv[i] - sv[o]) - (sv[a] - sv[o]) * (su[i] - su[o]) <= 1e-14:
-                h -= 1
-            else:
-                break
-        hull[h] = i
-        h += 1
+    for ii in range(m):          # lower chain
+        h = _chain_push(hull, h, 2, order[ii], su, sv)
     lower = h + 1
-    for ii in range(m - 2, -1, -1):
-        i = order[ii]
-        while h >= lower:
-            o, a = hull[h - 2], hull[h - 1]
-            if (su[a] - su[o]) * (sv[i] - sv[o]) - (sv[a] - sv[o]) * (su[i] - su[o]) <= 1e-14:
-                h -= 1
-            else:
-                break
-        hull[h] = i
-        h += 1
+    for ii in range(m - 2, -1, -1):   # upper chain
+        h = _chain_push(hull, h, lower, order[ii], su, sv)
     h -= 1  # the last point repeats the first
     if m == 1:
         h = 1

@@ -29,8 +29,8 @@ patch points keep (4,) int64."""
 @njit(**_JIT)
 def patch_workspace():
     """A `PatchWork`."""
-    return PatchWork(np.empty((MAXF, 3)), np.empty((MAXF, 3)), np.empty((MAXF, 3)), np.empty((MAXF, 3)),
-                     np.empty((NWS, MAXF)), np.zeros((NV3, 3)), np.empty(4, dtype=np.int64))
+    return PatchWork(np.zeros((MAXF, 3)), np.zeros((MAXF, 3)), np.zeros((MAXF, 3)), np.zeros((MAXF, 3)),
+                     np.zeros((NWS, MAXF)), np.zeros((NV3, 3)), np.zeros(4, dtype=np.int64))
 
 
 @njit(cache=True, inline="always", error_model="numpy")

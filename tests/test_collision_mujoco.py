@@ -28,22 +28,13 @@ def g1_world():
 
 
 def mujoco_g1(world, q, self_collision):
-    """MuJoCo's model of the same URDF (free root, ground plane), its data at our q."""
-    path, dirs = models.robot_path("g1")
-    spec = mujoco.MjSpec.from_file(path)
-    for m in spec.meshes:
-        m.file = m.file.replace("package://", dirs[0] + "/")
-    spec.bodies[1].add_freejoint()
-    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1])
-    m = spec.compile()
-    if not self_collision:
-        m.geom_conaffinity[m.geom_bodyid > 0] = 0
+    """MuJoCo's model of the same URDF (free root, ground plane; `bench_collision.mujoco_robot`),
+    its data at our q after mj_kinematics and mj_collision."""
+    from bench.bench_collision import mujoco_qpos, mujoco_robot
+    m = mujoco_robot("g1", self_collision)
     m.geom_margin[:] = MARGIN / 2       # a pair's margin is the sum of its geoms'
     d = mujoco.MjData(m)
-    d.qpos[:3] = q[:3]
-    d.qpos[3:7] = q[[6, 3, 4, 5]]       # quaternion xyzw → wxyz
-    for name in world.model.joint_names[1:]:
-        d.qpos[m.joint(name.split("/", 1)[1]).qposadr[0]] = q[world.model.joint_q_index(name)]
+    d.qpos[:] = mujoco_qpos(world, "g1", m, q)
     mujoco.mj_kinematics(m, d)
     mujoco.mj_collision(m, d)
     return m, d

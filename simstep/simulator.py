@@ -492,7 +492,8 @@ class Simulator:
 
     def _solve(self, problem, v_free, st, phase):
         """Impulses λ (m,) N·s, the warm start they leave for the next step, and their velocity
-        change M⁻¹ Jᵀ λ (nv,) if the solver produced it (the bilateral step), else None."""
+        change M⁻¹ Jᵀ λ (nv,) if the solver produced it (the bilateral step; the ADMM on a
+        matrix-free operator), else None."""
         t0 = time.perf_counter()
         if problem is None:
             lam = np.zeros(0)
@@ -510,11 +511,13 @@ class Simulator:
             st.iterations = self.lcp.last.pivots
         elif self.solver_name == "admm":
             res = self.admm.solve(problem)
-            lam, warm_lam = res.lam, res.warm_next
+            lam, warm_lam, dv = res.lam, res.warm_next, res.velocity_change
             st.iterations, st.converged = res.iterations, res.converged
             st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
             st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
             st.velocity_residual = res.velocity_residual
+            st.time_solver = time.perf_counter() - t0
+            return lam, warm_lam, dv
         else:
             res = self.pgs.solve(problem)
             lam = warm_lam = res.lam

@@ -42,6 +42,7 @@ Around the iterations (`admm_kernel`):
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 import time
 from dataclasses import dataclass, field
 
@@ -56,15 +57,13 @@ from models.jitcache import drop_stale_cache
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
+from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
-from .delassus_kernels import dense_factor, dense_solve, mf_factor, mf_matvec, mf_solve
-from .opstate import operator_state
-from .pgs import explicit_matrix
-from .scaling import delassus_diagonal_kernel
+from .opstate import compiled_state, op_diag, op_factor, op_jt_minv, op_matvec, op_solve
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
-drop_stale_cache(__file__, [_dk.__file__, _cones.__file__, _scaling.__file__, models.dynamics.__file__, models.kinematics.__file__,
+drop_stale_cache(__file__, [_dk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__, models.dynamics.__file__, models.kinematics.__file__,
                             models.spatial.__file__, models.joints.__file__])
 
 
@@ -126,6 +125,7 @@ class ADMMResult:
     polish_solves: int = 0
     history: list = field(default_factory=list)
     warm_next: np.ndarray | None = None     # the next step's warm start (see `ADMMSolver.solve`)
+    velocity_change: np.ndarray | None = None   # M⁻¹ Jᵀ λ (nv,): v's change by λ (matrix-free operators, else None)
 
 
 @njit(cache=True)
@@ -165,7 +165,7 @@ def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_pr
 @njit(cache=True, inline="always")
 def constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam, sigma):
     """σ = (G + R_c) λ + g (m/s) by one product with the operator."""
-    _op_matvec(dense, geo, ws, dn, lam, sigma)
+    op_matvec(dense, geo, ws, dn, lam, sigma)
     for r in range(g.shape[0]):
         sigma[r] += g[r] + (Rc[r] * lam[r] if has_rc else 0.0)
 
@@ -182,14 +182,6 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
     return velocity_residual_kernel(kind, start, size, param, lam, sigma)
 
 
-@njit(cache=True, inline="always")
-def _op_factor(dense, geo, fac, dn, dscal, dvec, vec):
-    if dense:
-        dense_factor(dn, dscal, dvec, vec)
-    else:
-        mf_factor(geo, fac, dscal, dvec, vec)
-
-
 @njit(cache=True)
 def _refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
     """Damping (μ_prox + τρ) I in the iteration's variables and refactor: d on G (+ R_c), or on
@@ -197,43 +189,7 @@ def _refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
     if scaled or has_rc:
         for r in range(dvec.shape[0]):
             dvec[r] = (d / (sc[r] * sc[r]) if scaled else d) + (Rc[r] if has_rc else 0.0)
-    _op_factor(dense, geo, fac, dn, d, dvec, scaled or has_rc)
-
-
-@njit(cache=True, inline="always")
-def _op_matvec(dense, geo, ws, dn, x, out):
-    """out = G x on either operator."""
-    if dense:
-        G = dn[0]
-        for r in range(x.shape[0]):
-            acc = 0.0
-            for c in range(x.shape[0]):
-                acc += G[r, c] * x[c]
-            out[r] = acc
-    else:
-        mf_matvec(geo, ws, x, out)
-
-
-@njit(cache=True, inline="always")
-def _op_solve(dense, geo, fac, ws, dn, b, out):
-    if dense:
-        dense_solve(dn, b, out)
-    else:
-        mf_solve(geo, fac, ws, b, out)
-
-
-@njit(cache=True)
-def _op_diag(dense, geo, dn, out):
-    """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`)."""
-    if dense:
-        G = dn[0]
-        for r in range(out.shape[0]):
-            out[r] = G[r, r]
-    else:
-        jint, S, H, U, Dinv, armature, rows = geo
-        la, lb, kA, kB, dof, sg, gen, crow, cbody, cf = rows
-        delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, cbody, cf,
-                                 np.empty((jint.shape[0], 6, 6)), out)
+    op_factor(dense, geo, fac, dn, d, dvec, scaled or has_rc)
 
 
 @njit(cache=True)
@@ -276,7 +232,7 @@ def _scaled_max_eigenvalue(dense, geo, ws, dn, sc, iters):
     for j in range(k):
         for r in range(m):
             u[r] = sc[r] * Q[j, r]
-        _op_matvec(dense, geo, ws, dn, u, w)
+        op_matvec(dense, geo, ws, dn, u, w)
         for r in range(m):
             w[r] *= sc[r]
         alpha[j] = np.dot(w, Q[j])
@@ -303,7 +259,7 @@ def _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, b, out):
     """out = (G̃ + D̃)⁻¹ rhs for G̃ = S G S, through the operator's (G + S⁻¹ D̃ S⁻¹)⁻¹ (`_refactor`)."""
     for r in range(rhs.shape[0]):
         b[r] = rhs[r] / sc[r]
-    _op_solve(dense, geo, fac, ws, dn, b, out)
+    op_solve(dense, geo, fac, ws, dn, b, out)
     for r in range(rhs.shape[0]):
         out[r] /= sc[r]
 
@@ -358,7 +314,7 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     dvec = np.empty(m)
     for r in range(m):
         dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
-    _op_factor(dense, geo, fac, dn, 0.0, dvec, True)
+    op_factor(dense, geo, fac, dn, 0.0, dvec, True)
     cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, sigma, lam, lam_out)
     s = np.empty(m)
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
@@ -375,7 +331,7 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
     x = np.empty(m)
     for r in range(m):
         b[r] = 0.0 if fixed[r] else vel[r]
-    _op_solve(dense, geo, fac, ws, dn, b, x)
+    op_solve(dense, geo, fac, ws, dn, b, x)
     for r in range(m):
         x[r] = lam[r] if fixed[r] else lam[r] - x[r]
     project_kernel(kind, start, size, param, x, out)
@@ -399,8 +355,29 @@ def warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, out):
                              -jv, lam, out)
 
 
+KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
+                                     "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
+                                     "polish_solves", "eigenvalue_used", "polished", "velocity_change"])
+
+
 @njit(cache=True)
-def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist):
+def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist, dv):
+    """One whole solve (`admm_iterations`) and the velocity change of its λ: a `KernelOut`
+    whose velocity_change is True when dv (nv,) holds M⁻¹ Jᵀ λ (matrix-free operator and a
+    non-empty dv; `opstate.op_jt_minv`), and iterations −1 (nothing computed) if g is not finite."""
+    total = 0.0
+    for r in range(g.shape[0]):
+        total += g[r]
+    if not math.isfinite(total):
+        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
+    it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished = admm_iterations(
+        state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist)
+    has_dv = op_jt_minv(state.dense, state.geo, state.ws, lam, dv)
+    return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv)
+
+
+@njit(cache=True)
+def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist):
     """The ADMM iterations of the module docstring on one operator, entirely compiled.
 
     state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
@@ -472,7 +449,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, 
     g_s, param_s = g, param
     if scaled:
         diag = np.empty(m)
-        _op_diag(dense, geo, dn, diag)
+        op_diag(dense, geo, dn, diag)
         scale_kernel(kind, start, size, diag, p_scale, sc)
         g_s = g * sc
         param_s = param.copy()
@@ -607,65 +584,11 @@ def lanczos_max_eigenvalue(matvec, m, iters=20):
 
 
 _EMPTY = np.zeros(0)
-_PLACEHOLDER = {}
-
-
-def _placeholders():
-    """Operator tuples of the right types for the side of `admm_kernel` that is not used
-    (one compiled specialisation serves both operators)."""
-    if not _PLACEHOLDER:
-        import models
-        from .constraints import ContactSet
-        from .delassus import MatrixFreeDelassus
-        b = models.ModelBuilder()
-        b.add_body("b", -1, models.FREE, mass=1.0, inertia=np.eye(3))
-        mdl = b.build()
-        op = MatrixFreeDelassus(mdl, mdl.neutral(), [ContactSet(np.array([0]), np.array([-1]), np.zeros((1, 3)),
-                                                                  np.eye(3)[None], np.ones(1))])
-        _PLACEHOLDER["mf"] = op.kernel_state()
-        _PLACEHOLDER["dn"] = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
-    return _PLACEHOLDER["mf"], _PLACEHOLDER["dn"]
-
-
-class _ExplicitOperator:
-    """G of an operator that only offers ``matvec`` (m products), for `admm_kernel`'s dense side."""
-
-    def __init__(self, op, m):
-        G = explicit_matrix(lambda x: np.asarray(op.matvec(x), float), m)
-        self.G = np.ascontiguousarray(0.5 * (G + G.T))
-
-    def kernel_state(self):
-        m = self.G.shape[0]
-        return (self.G, np.empty((m, m)), np.empty(m), np.empty(m))
-
-
-def _kernel_operator(op, m):
-    """(dense, geo, fac, ws, dn) for `admm_kernel`: the matrix-free operator's own tuples, the
-    explicit operator's (G, C, d, t), or for any other operator G built from its matvec."""
-    mf_ph, dn_ph = _placeholders()
-    state = op.kernel_state() if hasattr(op, "kernel_state") else _ExplicitOperator(op, m).kernel_state()
-    if len(state) == 3:
-        return 0, state[0], state[1], state[2], dn_ph
-    return 1, mf_ph[0], mf_ph[1], mf_ph[2], state
-
-
 def _checked_jv(jv, m):
     jv = np.ascontiguousarray(jv, dtype=float)
     if jv.shape != (m,) or not math.isfinite(jv.sum()):
         raise ValueError(f"jv must be finite with shape ({m},), got shape {jv.shape}")
     return jv
-
-
-def _operator_state(op, m):
-    """(dense, `_kernel_operator`'s parts as one `OperatorState`), the state cached on the
-    operator (its ``_kernel_states`` list) while its arrays stay the same objects."""
-    parts = _kernel_operator(op, m)
-    cache = getattr(op, "_kernel_states", None)
-    if cache is None:
-        cache = []
-        if hasattr(op, "kernel_state"):      # an operator of ours: keep the states with it
-            op._kernel_states = cache
-    return parts[0], operator_state(parts, cache)
 
 
 class ADMMSolver:
@@ -709,8 +632,6 @@ class ADMMSolver:
         kind, start, size, param = cones.arrays()
         if m == 0:
             return ADMMResult(np.zeros(0), np.zeros(0), 0, True, 0.0, 0.0, 0.0, 0.0, 0, 0.0, False, 0.0)
-        if not math.isfinite(g.sum()):      # NaN or inf in g (or an overflow, as bad)
-            raise ValueError("g contains NaN or inf")
         Rc = None if compliance is None or not np.any(compliance) else \
             np.broadcast_to(np.asarray(compliance, float), (m,)).copy()
 
@@ -725,7 +646,7 @@ class ADMMSolver:
         # λ_max of the scaled G: kept while the caller's λ_max(G) (cached per constraint graph) is
         L_scaled = self._scaled_eig[1] if self._scaled_eig[0] == (L, m) else 0.0
 
-        dense, state = _operator_state(op, m)
+        state = compiled_state(op, m)
         use_x0 = bool(st.warm_start and x0 is not None)
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):
@@ -738,23 +659,29 @@ class ADMMSolver:
                        st.relaxation, st.scaling, L_scaled])
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter if record else 0, 4))
-        it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L_used, polished = admm_kernel(
-            state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
-            x0, use_x0, ip, fp, lam, sigma, fixed, hist)
+        model = getattr(op, "model", None)
+        dv = np.empty(model.nv) if model is not None else _EMPTY
+        k = admm_kernel(state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
+                        x0, use_x0, ip, fp, lam, sigma, fixed, hist, dv)
+        it, rho, L_used = k.iterations, k.rho, k.eigenvalue_used
+        if it < 0:
+            raise ValueError("g contains NaN or inf")
         warm_next = lam
-        if polished and jv is not None:
+        if k.polished and jv is not None:
             jv = _checked_jv(jv(), m) if callable(jv) else jv
             warm_next = np.empty(m)
             warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, warm_next)
-        if not dense and it > 0:
-            op._factored = True
+        if it > 0 and hasattr(op, "mark_factored"):
+            op.mark_factored()
         if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)
             if st.scaling > 0:
                 self._scaled_eig = ((L, m), L_used)
             if st.keep_rho_power:
                 self.rho_power = math.log(rho / math.sqrt(L_used * mm)) / math.log(max(L_used / mm, 1.0 + 1e-12))
         history = [tuple(h) for h in hist[:it]] if record else []
-        return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=bool(converged), primal_residual=rp,
-                          dual_residual=rd, complementarity=rc, rho=rho, rho_updates=int(n_updates),
-                          max_eigenvalue=L, warm_started=bool(warm), time=time.perf_counter() - t0,
-                          velocity_residual=rv, polish_solves=int(n_polish), history=history, warm_next=warm_next)
+        return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=k.converged,
+                          primal_residual=k.primal_residual, dual_residual=k.dual_residual,
+                          complementarity=k.complementarity, rho=rho, rho_updates=k.rho_updates, max_eigenvalue=L,
+                          warm_started=k.warm_started, time=time.perf_counter() - t0,
+                          velocity_residual=k.velocity_residual, polish_solves=k.polish_solves, history=history,
+                          warm_next=warm_next, velocity_change=dv if k.velocity_change else None)

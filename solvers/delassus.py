@@ -45,6 +45,7 @@ from .constraints import as_constraint_set, rows_kernel
 from .delassus_kernels import (dense_factor, dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel,
                                jt_minv_kernel, lanczos_kernel, mf_factor, mf_matvec, mf_solve)
 from .elimination import cached_elimination
+from .opstate import StateCache, explicit_state, matrix_free_state
 
 _FREE = models.FREE
 
@@ -171,6 +172,7 @@ class MatrixFreeDelassus(_Rows):
         self._factored = False
         self._reuse = None
         self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
+        self._cstates = StateCache()     # `compiled_state`'s
         if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
             self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
             self._reuse = reuse          # its `fac` storage, if the elimination structure matches
@@ -303,6 +305,16 @@ class MatrixFreeDelassus(_Rows):
         self._kstates = [(self.data, self._fac, self._ws, state)] + self._kstates[:1]
         return state
 
+    def compiled_state(self):
+        """This operator as one `solvers.opstate.OperatorState` for the compiled solvers: the
+        same object while `kernel_state`'s tuples are."""
+        return self._cstates.get(self.kernel_state(), matrix_free_state)
+
+    def mark_factored(self):
+        """A compiled solver has factored the damped operator in this operator's storage
+        (`opstate.op_factor`): `solve` may be called."""
+        self._factored = True
+
     def update_damping(self, d):
         """Set R⁻¹ = diag(d) (scalar or (m,)) and refactor M_R = M + Jᵀ R J (Alg. 4 backward
         sweep). Kinematics, rows and the elimination order are reused; for a scalar d the
@@ -386,6 +398,7 @@ class DenseDelassus(_Rows):
         X = sla.solve_triangular(self._Mc[0], self.J.T, lower=True, check_finite=False)
         self.G = X.T @ X
         self._dn = None
+        self._cstate = None
         self.d = None
         if damping is not None:
             self.update_damping(damping)
@@ -413,6 +426,16 @@ class DenseDelassus(_Rows):
         if self._dn is None:
             self._dn = (self.G, np.empty((self.m, self.m)), np.empty(self.m), np.empty(self.m))
         return self._dn
+
+    def compiled_state(self):
+        """This operator as one `solvers.opstate.OperatorState` for the compiled solvers."""
+        if self._cstate is None:
+            self._cstate = explicit_state(self.kernel_state())
+        return self._cstate
+
+    def mark_factored(self):
+        """A compiled solver has factored G + diag d in this operator's storage: `solve` may be called."""
+        self.d = self.kernel_state()[2]
 
     def solve(self, b, out=None, refine=0):
         """(G + diag(d))⁻¹ b by the stored Cholesky factor; refine=k iterative-refinement steps."""

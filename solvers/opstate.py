@@ -1,21 +1,32 @@
-"""One boxed handle on a Delassus operator's compiled state, for cheap calls into the solvers.
+"""The Delassus operators' compiled protocol: one boxed state per operator, and the operations
+the compiled solvers call on it.
 
-`admm_kernel` needs an operator's arrays: the matrix-free side's (geo, fac, ws) tuples (about
-55 arrays, nested) or the explicit side's dn = (G, C, d, t). Passed as tuples, numba unboxes
-every array at each call: about 250 ns an array, 18 µs a call on the 10-box pyramid, where the
-whole warm-started solve computes in 6 µs. An `OperatorState` (a numba structref) holds the same
-tuples and crosses the boundary as one pointer (about 1 µs). It references the arrays, it does
-not copy them: the operator keeps updating them in place (rows, factors, workspaces, and the
-Data it reads), so one state serves as long as the tuples hold the same array objects.
+A compiled solver (`solvers.admm.admm_kernel`) needs an operator's arrays: the matrix-free
+side's (geo, fac, ws) tuples (about 55 arrays, nested, `delassus_kernels`) or the explicit side's
+dn = (G, C, d, t). Passed as tuples, numba unboxes every array at each call: about 250 ns an
+array, 18 µs a call on the 10-box pyramid, where the whole warm-started solve computes in 6 µs.
+An `OperatorState` (a numba structref) holds the same tuples and crosses the boundary as one
+pointer. It references the arrays, it does not copy them: the operator keeps updating them in
+place (rows, factors, workspaces, and the Data it reads), so one state serves as long as the
+tuples hold the same array objects.
 
-`operator_state(parts, cache)` returns the state of parts = (dense, geo, fac, ws, dn), reusing
-one from `cache` (a list owned by the operator) when every array in parts is the same object.
+- Python side: ``op.compiled_state()`` of `MatrixFreeDelassus` and `DenseDelassus` (kept by
+  the operator in a `StateCache`), `compiled_state(op, m)` for any operator (one offering only
+  ``matvec`` gets its explicit matrix), ``op.mark_factored()`` after a compiled solver has
+  refactored the damped operator in its storage.
+- Compiled side: `op_matvec` (G x), `op_factor` (factor G + diag d), `op_solve`
+  ((G + diag d)⁻¹ b), `op_diag` (diag G or its estimate) and `op_jt_minv` (M⁻¹ Jᵀ λ), on either
+  operator, selected by the state's ``dense`` flag.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 from numba.core import types
 from numba.experimental import structref
+
+from .delassus_kernels import dense_factor, dense_solve, jt_minv_kernel, mf_factor, mf_matvec, mf_solve
+from .scaling import delassus_diagonal_kernel
 
 
 @structref.register
@@ -41,22 +52,139 @@ def _new_state(dense, geo, fac, ws, dn):
     return OperatorState(dense, geo, fac, ws, dn)
 
 
-def _same(a, b):
-    """a and b are the same object, or tuples of the same objects (one level deep: geo is
-    rebuilt as a tuple on every call, its arrays are not)."""
-    if a is b:
-        return True
-    return type(a) is tuple and type(b) is tuple and len(a) == len(b) and all(x is y for x, y in zip(a, b))
+def matrix_free_state(parts):
+    """`OperatorState` of a matrix-free operator's (geo, fac, ws) tuples (`delassus_kernels`)."""
+    return OperatorState(0, parts[0], parts[1], parts[2], _placeholders()[1])
 
 
-def operator_state(parts, cache, keep=2):
-    """`OperatorState` of parts = (dense, geo, fac, ws, dn): from `cache` (a list of
-    (parts, state), most recent last, at most `keep` long; the simulator's two Data buffers
-    alternate, hence 2) when all parts are the same objects, else built and cached."""
-    for old, state in cache:
-        if old[0] == parts[0] and all(_same(a, b) for a, b in zip(old[1:], parts[1:])):
-            return state
-    state = OperatorState(int(parts[0]), *parts[1:])
-    cache.append((parts, state))
-    del cache[:-keep]
-    return state
+def explicit_state(dn):
+    """`OperatorState` of an explicit operator's dn = (G, C, d, t)."""
+    mf = _placeholders()[0]
+    return OperatorState(1, mf[0], mf[1], mf[2], dn)
+
+
+def compiled_state(op, m):
+    """The `OperatorState` the compiled solvers run on: the operator's own
+    (``op.compiled_state()``, kept while its arrays are the same objects), or for an operator
+    that only offers ``matvec``, its explicit m × m matrix built from m products."""
+    if hasattr(op, "compiled_state"):
+        return op.compiled_state()
+    return _ExplicitOperator(op, m).compiled_state()
+
+
+def operator_parts(op, m):
+    """(dense, geo, fac, ws, dn) of an operator, for the kernels that take the parts."""
+    mf, dn = _placeholders()
+    ks = op.kernel_state() if hasattr(op, "kernel_state") else _ExplicitOperator(op, m).dn
+    if len(ks) == 3:
+        return 0, ks[0], ks[1], ks[2], dn
+    return 1, mf[0], mf[1], mf[2], ks
+
+
+class _ExplicitOperator:
+    """G of an operator that only offers ``matvec``, for the compiled solvers' explicit side."""
+
+    def __init__(self, op, m):
+        from .pgs import explicit_matrix
+        G = explicit_matrix(lambda x: np.asarray(op.matvec(x), float), m)
+        G = np.ascontiguousarray(0.5 * (G + G.T))
+        self.dn = (G, np.empty((m, m)), np.empty(m), np.empty(m))
+
+    def compiled_state(self):
+        return explicit_state(self.dn)
+
+
+_PLACEHOLDER = {}
+
+
+def _placeholders():
+    """Tuples of the right types for the side of a state that is not used (one compiled
+    specialisation of each solver kernel serves both operators): (geo, fac, ws), dn."""
+    if not _PLACEHOLDER:
+        import models
+        from .constraints import ContactSet
+        from .delassus import MatrixFreeDelassus
+        b = models.ModelBuilder()
+        b.add_body("b", -1, models.FREE, mass=1.0, inertia=np.eye(3))
+        mdl = b.build()
+        op = MatrixFreeDelassus(mdl, mdl.neutral(), [ContactSet(np.array([0]), np.array([-1]), np.zeros((1, 3)),
+                                                                  np.eye(3)[None], np.ones(1))])
+        _PLACEHOLDER["mf"] = op.kernel_state()
+        _PLACEHOLDER["dn"] = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+    return _PLACEHOLDER["mf"], _PLACEHOLDER["dn"]
+
+
+class StateCache:
+    """The last `keep` states of an operator, each kept while its parts are the same objects
+    (the simulator's two Data buffers alternate, hence 2)."""
+
+    def __init__(self, keep=2):
+        self.keep, self.entries = keep, []
+
+    def get(self, parts, build):
+        for old, state in self.entries:
+            if old is parts:
+                return state
+        state = build(parts)
+        self.entries = [(parts, state)] + self.entries[:self.keep - 1]
+        return state
+
+
+# ---------------------------------------------------------------- the compiled operations
+@njit(cache=True, inline="always")
+def op_factor(dense, geo, fac, dn, dscal, dvec, vec):
+    """Factor G + diag d (d = dvec if vec else the scalar dscal) in the operator's storage."""
+    if dense:
+        dense_factor(dn, dscal, dvec, vec)
+    else:
+        mf_factor(geo, fac, dscal, dvec, vec)
+
+
+@njit(cache=True, inline="always")
+def op_matvec(dense, geo, ws, dn, x, out):
+    """out = G x on either operator."""
+    if dense:
+        G = dn[0]
+        for r in range(x.shape[0]):
+            acc = 0.0
+            for c in range(x.shape[0]):
+                acc += G[r, c] * x[c]
+            out[r] = acc
+    else:
+        mf_matvec(geo, ws, x, out)
+
+
+@njit(cache=True, inline="always")
+def op_solve(dense, geo, fac, ws, dn, b, out):
+    """out = (G + diag d)⁻¹ b with the last `op_factor`."""
+    if dense:
+        dense_solve(dn, b, out)
+    else:
+        mf_solve(geo, fac, ws, b, out)
+
+
+@njit(cache=True)
+def op_diag(dense, geo, dn, out):
+    """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`)."""
+    if dense:
+        G = dn[0]
+        for r in range(out.shape[0]):
+            out[r] = G[r, r]
+    else:
+        jint, S, H, U, Dinv, armature, rows = geo
+        la, lb, kA, kB, dof, sg, gen, crow, cbody, cf = rows
+        delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, cbody, cf,
+                                 np.empty((jint.shape[0], 6, 6)), out)
+
+
+@njit(cache=True)
+def op_jt_minv(dense, geo, ws, lam, out):
+    """out (nv,) = M⁻¹ Jᵀ λ, the joint velocity change of impulses λ, on the matrix-free side
+    (paper 000 Alg. 1 merged into Alg. 2); returns False (out untouched) on the explicit side,
+    which holds G but not M, or for an empty out."""
+    if dense or out.shape[0] == 0:
+        return False
+    jint, S, H, U, Dinv, armature, rows = geo
+    fext, tau, qdd, acc, pA, g, w, y = ws
+    jt_minv_kernel(jint, S, U, Dinv, rows, lam, fext, tau, out, acc, pA)
+    return True

@@ -11,7 +11,8 @@ import pytest
 import scenes
 import simstep
 
-from solvers.admm import (ADMMSettings, ADMMSolver, _kernel_operator, active_set_kernel, polish_kernel,
+from solvers.opstate import operator_parts
+from solvers.admm import (ADMMSettings, ADMMSolver, active_set_kernel, polish_kernel,
                           scale_kernel)
 from solvers.cones import BOX, CONE, FREE, ORTHANT, ConeSet, velocity_residual_kernel
 
@@ -120,7 +121,7 @@ def test_polish_is_the_dense_least_squares_correction():
     active_set_kernel(kind, start, size, param, lam, sigma, fixed)
     assert fixed.tolist() == [0] * 3 + [1] * 3 + [1] * 3 + [0] * 3 + [0] * 3
     op = DenseOp(G)
-    dense, geo, fac, ws, dn = _kernel_operator(op, 15)
+    dense, geo, fac, ws, dn = operator_parts(op, 15)
     delta, big = 1e-7, 1e10
     out, sig_out = np.empty(15), np.empty(15)
     polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, np.zeros(0), False, True, delta, big,
@@ -349,16 +350,15 @@ def test_operator_state_is_reused_while_the_operator_arrays_are_the_same():
     """The boxed operator state (`solvers.opstate`) is built once per operator and Data: solving
     again reuses it, an operator refreshed on another Data gets its own, and the iterates are
     the same as on a freshly built operator."""
-    from solvers.admm import _operator_state
     import models
     p = load_problem("triangle")
     op = p.matrix_free()
-    s1 = _operator_state(op, op.m)[1]
-    assert _operator_state(op, op.m)[1] is s1
+    s1 = op.compiled_state()
+    assert op.compiled_state() is s1
     other = models.Data(p.model).compute(p.q)
     op.refresh(other)
-    s2 = _operator_state(op, op.m)[1]
-    assert s2 is not s1 and _operator_state(op, op.m)[1] is s2
+    s2 = op.compiled_state()
+    assert s2 is not s1 and op.compiled_state() is s2
     a = ADMMSolver(ADMMSettings(polish=False)).solve(op, p.g, p.cones)
     b = ADMMSolver(ADMMSettings(polish=False)).solve(p.matrix_free(), p.g, p.cones)
     assert a.iterations == b.iterations > 1 and np.array_equal(a.lam, b.lam)

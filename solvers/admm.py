@@ -355,13 +355,18 @@ def warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, out):
                              -jv, lam, out)
 
 
+SolveParams = namedtuple("SolveParams", ["max_iter", "ncp", "osqp", "record", "polish", "eig_iters", "tau",
+                                         "mu_prox", "tol", "ratio", "rho_power", "rho_factor", "L", "rho_min",
+                                         "relaxation", "scaling", "L_scaled"])
+"""One solve's settings for the kernel (`ADMMSettings`' names; tol in m/s, L = λ_max(G), rho_min the
+smallest damping μ_prox + min R_c, L_scaled λ_max(S G S) if known else 0)."""
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change"])
 
 
 @njit(cache=True)
-def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist, dv):
+def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv):
     """One whole solve (`admm_iterations`) and the velocity change of its λ: a `KernelOut`
     whose velocity_change is True when dv (nv,) holds M⁻¹ Jᵀ λ (matrix-free operator and a
     non-empty dv; `opstate.op_jt_minv`), and iterations −1 (nothing computed) if g is not finite."""
@@ -371,21 +376,18 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, 
     if not math.isfinite(total):
         return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
     it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished = admm_iterations(
-        state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist)
+        state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist)
     has_dv = op_jt_minv(state.dense, state.geo, state.ws, lam, dv)
     return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv)
 
 
 @njit(cache=True)
-def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, ip, fp, lam, sigma, fixed, hist):
+def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist):
     """The ADMM iterations of the module docstring on one operator, entirely compiled.
 
     state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
     dn = (G, C, d, t), 0 the matrix-free one (geo, fac, ws) (`delassus_kernels`); the other
-    operator's tuples are placeholders. ip = (max_iter,
-    ncp, osqp rule, record, polish, Lanczos steps); fp = (τ, μ_prox, tol (m/s), primal/dual
-    ratio, ρ exponent, spectral step exponent, L = λ_max(G), ρ_min, α, scaling exponent p,
-    λ_max(S G S) if known else 0). x0: warm start, kept if its velocity residual beats λ = 0.
+    operator's tuples are placeholders. prm: the `SolveParams`. x0: warm start, kept if its velocity residual beats λ = 0.
 
     Scaling: the iterations run on λ̃ = S⁻¹ λ, G̃ = S G S, g̃ = S g with S = `scale_kernel`
     (p > 0), ρ from λ_max(G̃); the warm start, the polish, the stopping test and the returned λ,
@@ -402,11 +404,11 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
     polish solves, the λ_max the iterations used (0 if none ran), polished: λ is an accepted
     polish, whose factorisation is still in the operator)."""
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
-    max_iter, ncp, osqp, record, polish = ip[0], ip[1] != 0, ip[2] != 0, ip[3] != 0, ip[4] != 0
-    eig_iters = ip[5]
-    tau, mu_prox, tol, ratio, rho_power, factor, L, rho_min, alpha = fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], \
-        fp[6], fp[7], fp[8]
-    p_scale, L_scaled = fp[9], fp[10]
+    max_iter, ncp, osqp, record, polish, eig_iters = prm.max_iter, prm.ncp, prm.osqp, prm.record, prm.polish, \
+        prm.eig_iters
+    tau, mu_prox, tol, ratio, rho_power, factor = prm.tau, prm.mu_prox, prm.tol, prm.ratio, prm.rho_power, \
+        prm.rho_factor
+    L, rho_min, alpha, p_scale, L_scaled = prm.L, prm.rho_min, prm.relaxation, prm.scaling, prm.L_scaled
     cond = max(L / rho_min, 1.0 + 1e-12)
     rho = math.sqrt(L * rho_min) * cond ** rho_power
     delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
@@ -653,16 +655,17 @@ class ADMMSolver:
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
         if jv is not None and not callable(jv):
             jv = _checked_jv(jv, m)
-        ip = np.array([st.max_iter, st.ncp, st.update_rule == "osqp", record, st.polish, st.eig_iters], np.int64)
         tol = st.eps_abs + (st.eps_rel * float(np.abs(g).max()) if st.eps_rel > 0 else 0.0)
-        fp = np.array([st.tau, st.mu_prox, tol, st.ratio_primal_dual, self.rho_power, st.rho_power_factor, L, mm,
-                       st.relaxation, st.scaling, L_scaled])
+        prm = SolveParams(int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
+                          int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
+                          float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
+                          float(st.scaling), float(L_scaled))
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter if record else 0, 4))
         model = getattr(op, "model", None)
         dv = np.empty(model.nv) if model is not None else _EMPTY
         k = admm_kernel(state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
-                        x0, use_x0, ip, fp, lam, sigma, fixed, hist, dv)
+                        x0, use_x0, prm, lam, sigma, fixed, hist, dv)
         it, rho, L_used = k.iterations, k.rho, k.eigenvalue_used
         if it < 0:
             raise ValueError("g contains NaN or inf")

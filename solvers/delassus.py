@@ -42,8 +42,9 @@ from models.dynamics import aba_factor_kernel, crba_kernel
 from models.kinematics import kinematics_kernel
 
 from .constraints import as_constraint_set, rows_kernel
-from .delassus_kernels import (dense_factor, dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel,
-                               jt_minv_kernel, lanczos_kernel, mf_factor, mf_matvec, mf_solve)
+from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
+                               dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
+                               lanczos_kernel, mf_factor, mf_matvec, mf_solve)
 from .elimination import cached_elimination
 from .opstate import StateCache, explicit_state, matrix_free_state
 
@@ -107,7 +108,7 @@ class _Rows:
         self._compute_rows(data, not matrix_free)
         self.dof = cs.dof
         self.sg = cs.sg
-        self.rows = (self.la, self.lb, self.kA, self.kB, self.dof, self.sg) + cs.contact_arrays()
+        self.rows = Rows(self.la, self.lb, self.kA, self.kB, self.dof, self.sg, *cs.contact_arrays())
 
     def _compute_rows(self, data, contact_rows):
         """la, lb, kA, kB of the constraint set at data's placements, in place (`rows_kernel`)."""
@@ -190,7 +191,7 @@ class MatrixFreeDelassus(_Rows):
         self.data, self._aba = data, True
         self._compute_rows(data, False)
         if self._fac is not None:
-            self._fac[11][0] = 0         # the unit sums Σ KᵀK belong to the old q
+            self._fac.flag[0] = 0        # the unit sums Σ KᵀK belong to the old q
         self._factored = False
         return self
 
@@ -198,13 +199,13 @@ class MatrixFreeDelassus(_Rows):
         """Workspaces of the sweeps (fext, tau, qdd, acc, pA, g, w, y; allocated on first use)."""
         if self._ws is None:
             n, nv = self.model.nbodies, self.model.nv
-            self._ws = (np.empty((n, 6)), np.empty(nv), np.empty(nv), np.empty((n, 6)), np.empty((n, 6)),
-                        np.empty((n, 6)), np.empty((n, 6)), np.empty(self.m))
+            self._ws = Workspace(np.empty((n, 6)), np.empty(nv), np.empty(nv), np.empty((n, 6)), np.empty((n, 6)),
+                                 np.empty((n, 6)), np.empty((n, 6)), np.empty(self.m))
         return self._ws[:5]
 
     def _geo(self):
         d, m = self.data, self.model
-        return (m.jint, d.S, d.H, d.U, d.Dinv, m.armature, self.rows)
+        return Geometry(m.jint, d.S, d.H, d.U, d.Dinv, m.armature, self.rows)
 
     # ------------------------------------------------------------------ Λ⁻¹
     def matvec(self, x, out=None):
@@ -271,22 +272,22 @@ class MatrixFreeDelassus(_Rows):
         el, cb_slot, use_a = st
         n = model.nbodies
         self._st = st
-        csk = (cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, cb_slot, self.la, self.lb, self.kA, self.kB,
-               self.dof)
-        elk = (use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr, el.pair_slot,
-               el.pair_tr)
+        csk = Blocks(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, cb_slot, self.la, self.lb, self.kA,
+                     self.kB, self.dof)
+        elk = EliminationArrays(use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr,
+                                el.pair_slot, el.pair_tr)
         old, self._reuse = self._reuse, None
         if old is not None and old._st is not None and old._st[0] is el:
             f = old._fac
-            f[11][0] = 0                 # the unit sums Σ KᵀK belong to the old q
-            self._fac = (csk, elk) + f[2:]
+            f.flag[0] = 0                # the unit sums Σ KᵀK belong to the old q
+            self._fac = f._replace(cs=csk, el=elk)
             old._fac, old._st, old._ws, old._factored = None, None, None, False   # the old operator is spent
             self._work()
             return
         # Pd, Po, Pj: unit-damping sums (scalar damping); Hd, Ho, Dj: damped inertias; L, Y factors
-        self._fac = (csk, elk, np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv),
-                     np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv), np.empty((n, 6, 6)),
-                     np.empty((el.nb_node.shape[0], 6, 6)), np.empty(self.m), np.zeros(1, np.int64))
+        self._fac = Factors(csk, elk, np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv),
+                            np.empty((n, 6, 6)), np.empty((el.nslots, 6, 6)), np.empty(model.nv), np.empty((n, 6, 6)),
+                            np.empty((el.nb_node.shape[0], 6, 6)), np.empty(self.m), np.zeros(1, np.int64))
         self._work()
 
     def kernel_state(self):
@@ -323,7 +324,7 @@ class MatrixFreeDelassus(_Rows):
         if self._st is None:
             self._structure()
         if dv is None:
-            mf_factor(self._geo(), self._fac, rho_d, self._fac[10], False)
+            mf_factor(self._geo(), self._fac, rho_d, self._fac.Rv, False)
         else:
             mf_factor(self._geo(), self._fac, 0.0, dv, True)
         self._factored = True
@@ -331,7 +332,7 @@ class MatrixFreeDelassus(_Rows):
 
     @property
     def _Rv(self):
-        return self._fac[10]
+        return self._fac.Rv
 
     def solve(self, b, out=None, refine=0):
         """Λ_R b = (G + diag(d))⁻¹ b via Eq. (9) and the stored LCABA factors, O(n + m + fill).
@@ -368,10 +369,11 @@ class MatrixFreeDelassus(_Rows):
         total = sum(a.nbytes for a in arrs)
         if self._st is not None:
             el, cb_slot, use_a = self._st
-            total += sum(a.nbytes for a in self._fac[5:])      # Hd … flag
+            f = self._fac
+            total += sum(a.nbytes for a in (f.Hd, f.Ho, f.Dj, f.L, f.Y, f.Rv, f.flag))
             total += cb_slot.nbytes + use_a.nbytes + el.nbytes()
-            if self._fac[11][0]:
-                total += sum(a.nbytes for a in self._fac[2:5])  # unit sums
+            if f.flag[0]:
+                total += sum(a.nbytes for a in (f.Pd, f.Po, f.Pj))   # unit sums
         return total
 
     @property
@@ -415,16 +417,16 @@ class DenseDelassus(_Rows):
         rho_d, dv = self._damping(d)
         dn = self.kernel_state()
         if dv is None:
-            dense_factor(dn, rho_d, dn[2], False)
+            dense_factor(dn, rho_d, dn.d, False)
         else:
             dense_factor(dn, 0.0, dv, True)
-        self.d = self._dn[2]
+        self.d = self._dn.d
         return self
 
     def kernel_state(self):
         """The tuple (G, C, d, t) for the compiled drivers (`solvers.admm.admm_kernel`)."""
         if self._dn is None:
-            self._dn = (self.G, np.empty((self.m, self.m)), np.empty(self.m), np.empty(self.m))
+            self._dn = Explicit(self.G, np.empty((self.m, self.m)), np.empty(self.m), np.empty(self.m))
         return self._dn
 
     def compiled_state(self):
@@ -435,7 +437,7 @@ class DenseDelassus(_Rows):
 
     def mark_factored(self):
         """A compiled solver has factored G + diag d in this operator's storage: `solve` may be called."""
-        self.d = self.kernel_state()[2]
+        self.d = self.kernel_state().d
 
     def solve(self, b, out=None, refine=0):
         """(G + diag(d))⁻¹ b by the stored Cholesky factor; refine=k iterative-refinement steps."""
@@ -466,5 +468,5 @@ class DenseDelassus(_Rows):
     def nbytes(self):
         arrs = [self.la, self.lb, self.kA, self.kB, self.J, self.M, self._Mc[0], self.G]
         if self._dn is not None:
-            arrs += list(self._dn[1:])
+            arrs += [self._dn.C, self._dn.d, self._dn.t]
         return sum(a.nbytes for a in arrs)

@@ -5,6 +5,8 @@ vectors kA[r], kB[r] (K of Eq. 5c), joint rows on dof[r] with sign sg[r] (𝒦 o
 Kinematic quantities come from `models.Data`: S (6, nv) world motion subspaces, H (n, 6, 6)
 body inertias, and the bias-free articulated factors U = Iᴬ S, D⁻¹ of plain ABA.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -15,6 +17,8 @@ import models.spatial
 from models.dynamics import cholesky_solve, minv_kernel
 from models.jitcache import drop_stale_cache
 from models.kinematics import velocity_kernel
+
+from .constraints import CONTACT
 
 # several kernels here compile in `models` kernels (minv_kernel, velocity_kernel and helpers)
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
@@ -262,100 +266,108 @@ def _contact_block(b1, b2, f, Rv, r0, slot, Hd, Ho, W, A, B):
 
 
 @njit(cache=True)
-def assemble_kernel(mode, rho, Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot,
-                    la, lb, kA, kB, dof, Pd, Po, Pj, Hd, Ho, Dj):
-    """Constraint inertias of Alg. 4 lines 1–11: H_{i,i} = Hᵢ + Σ_e K_eⁱᵀ R_e K_eⁱ,
-    H_{i,j} = Σ_e K_eⁱᵀ R_e K_eʲ (coupling slots), 𝒟 = armature + Σ 𝒦ᵀ R 𝒦 (joint rows).
-
-    mode 2: R = diag(Rv), row by row. mode 1: first the unit-damping sums Pd, Po, Pj (depend
-    on q only, kept for later), then mode 0: R = ρ I from them, O(n + slots). For a contact the
-    three rows share the point p and an orthonormal frame, so Σ_r k_r k_rᵀ = [[I, −p̂], [p̂, −p̂²]]
-    and its coupling block is the negative of that.
-    """
+def damped_inertias_kernel(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof,
+                           Hd, Ho, Dj):
+    """Constraint inertias of paper 000 Alg. 4 lines 1–11 for R = diag(Rv), row by row:
+    H_{i,i} = Hᵢ + Σ_e K_eⁱᵀ R_e K_eⁱ into Hd (n, 6, 6), H_{i,j} = Σ_e K_eⁱᵀ R_e K_eʲ into the
+    coupling slots Ho, 𝒟 = armature + Σ 𝒦ᵀ R 𝒦 into Dj (nv,) for joint rows."""
     nbk = cb_kind.shape[0]
-    if mode == 2:
-        Hd[:, :, :] = H
-        Ho[:, :, :] = 0.0
-        for k in range(Dj.shape[0]):
-            Dj[k] = armature[k]
-        Ws, As, Bs = np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6))
-        for c in range(nbk):
-            if cb_kind[c] == 0:
-                _contact_block(cb_body[c, 0], cb_body[c, 1], cb_f[c], Rv, cb_row[c], cb_slot[c], Hd, Ho, Ws, As, Bs)
+    Hd[:, :, :] = H
+    Ho[:, :, :] = 0.0
+    for k in range(Dj.shape[0]):
+        Dj[k] = armature[k]
+    Ws, As, Bs = np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6))
+    for c in range(nbk):
+        if cb_kind[c] == CONTACT:
+            _contact_block(cb_body[c, 0], cb_body[c, 1], cb_f[c], Rv, cb_row[c], cb_slot[c], Hd, Ho, Ws, As, Bs)
+            continue
+        for r in range(cb_row[c], cb_row[c] + cb_nrows[c]):
+            w = Rv[r]
+            if dof[r] >= 0:
+                Dj[dof[r]] += w
                 continue
-            for r in range(cb_row[c], cb_row[c] + cb_nrows[c]):
-                w = Rv[r]
-                if dof[r] >= 0:
-                    Dj[dof[r]] += w
-                    continue
-                a = la[r]
-                if a < 0:
-                    continue
-                _outer_add(Hd, a, 0, w, kA[r], kA[r])
-                b = lb[r]
-                if b >= 0:
-                    _outer_add(Hd, b, 0, w, kB[r], kB[r])
-                    s = cb_slot[c]
-                    if a < b:
-                        _outer_add(Ho, s, 0, w, kA[r], kB[r])
-                    else:
-                        _outer_add(Ho, s, 0, w, kB[r], kA[r])
-        return
-    if mode == 1:
-        Pd[:, :, :] = 0.0
-        Po[:, :, :] = 0.0
-        Pj[:] = 0.0
-        for c in range(nbk):
-            r0, nr = cb_row[c], cb_nrows[c]
-            if cb_kind[c] == 0:
-                b1, b2 = cb_body[c, 0], cb_body[c, 1]
-                if b1 == b2:
-                    continue
-                px, py, pz = cb_f[c, 0], cb_f[c, 1], cb_f[c, 2]
-                # P = [[I, -p^], [p^, -p^ p^]]
-                for side in range(2):
-                    i = b1 if side == 0 else b2
-                    if i < 0:
-                        continue
-                    Pd[i, 0, 0] += 1.0; Pd[i, 1, 1] += 1.0; Pd[i, 2, 2] += 1.0
-                    Pd[i, 0, 4] += pz; Pd[i, 0, 5] -= py; Pd[i, 1, 3] -= pz
-                    Pd[i, 1, 5] += px; Pd[i, 2, 3] += py; Pd[i, 2, 4] -= px
-                    Pd[i, 4, 0] += pz; Pd[i, 5, 0] -= py; Pd[i, 3, 1] -= pz
-                    Pd[i, 5, 1] += px; Pd[i, 3, 2] += py; Pd[i, 4, 2] -= px
-                    Pd[i, 3, 3] += py * py + pz * pz; Pd[i, 4, 4] += px * px + pz * pz
-                    Pd[i, 5, 5] += px * px + py * py
-                    Pd[i, 3, 4] -= px * py; Pd[i, 4, 3] -= px * py
-                    Pd[i, 3, 5] -= px * pz; Pd[i, 5, 3] -= px * pz
-                    Pd[i, 4, 5] -= py * pz; Pd[i, 5, 4] -= py * pz
-                if b1 >= 0 and b2 >= 0:
-                    s = cb_slot[c]
-                    Po[s, 0, 0] -= 1.0; Po[s, 1, 1] -= 1.0; Po[s, 2, 2] -= 1.0
-                    Po[s, 0, 4] -= pz; Po[s, 0, 5] += py; Po[s, 1, 3] += pz
-                    Po[s, 1, 5] -= px; Po[s, 2, 3] -= py; Po[s, 2, 4] += px
-                    Po[s, 4, 0] -= pz; Po[s, 5, 0] += py; Po[s, 3, 1] += pz
-                    Po[s, 5, 1] -= px; Po[s, 3, 2] -= py; Po[s, 4, 2] += px
-                    Po[s, 3, 3] -= py * py + pz * pz; Po[s, 4, 4] -= px * px + pz * pz
-                    Po[s, 5, 5] -= px * px + py * py
-                    Po[s, 3, 4] += px * py; Po[s, 4, 3] += px * py
-                    Po[s, 3, 5] += px * pz; Po[s, 5, 3] += px * pz
-                    Po[s, 4, 5] += py * pz; Po[s, 5, 4] += py * pz
+            a = la[r]
+            if a < 0:
                 continue
-            for r in range(r0, r0 + nr):
-                if dof[r] >= 0:
-                    Pj[dof[r]] += 1.0
+            _outer_add(Hd, a, 0, w, kA[r], kA[r])
+            b = lb[r]
+            if b >= 0:
+                _outer_add(Hd, b, 0, w, kB[r], kB[r])
+                s = cb_slot[c]
+                if a < b:
+                    _outer_add(Ho, s, 0, w, kA[r], kB[r])
+                else:
+                    _outer_add(Ho, s, 0, w, kB[r], kA[r])
+
+
+@njit(cache=True)
+def unit_sums_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof, Pd, Po, Pj):
+    """The unit-damping sums of Alg. 4 lines 1–11 (R = I): Pd (n, 6, 6) = Σ Kᵀ K per body, Po
+    per coupling slot, Pj (nv,) per joint row. They depend on q only; `scaled_inertias_kernel`
+    makes any R = ρ I from them. For a contact the three rows share the point p and an
+    orthonormal frame, so Σ_r k_r k_rᵀ = [[I, −p̂], [p̂, −p̂²]] and its coupling block is the
+    negative of that."""
+    nbk = cb_kind.shape[0]
+    Pd[:, :, :] = 0.0
+    Po[:, :, :] = 0.0
+    Pj[:] = 0.0
+    for c in range(nbk):
+        r0, nr = cb_row[c], cb_nrows[c]
+        if cb_kind[c] == CONTACT:
+            b1, b2 = cb_body[c, 0], cb_body[c, 1]
+            if b1 == b2:
+                continue
+            px, py, pz = cb_f[c, 0], cb_f[c, 1], cb_f[c, 2]
+            # P = [[I, -p^], [p^, -p^ p^]]
+            for side in range(2):
+                i = b1 if side == 0 else b2
+                if i < 0:
                     continue
-                a = la[r]
-                if a < 0:
-                    continue
-                _outer_add(Pd, a, 0, 1.0, kA[r], kA[r])
-                b = lb[r]
-                if b >= 0:
-                    _outer_add(Pd, b, 0, 1.0, kB[r], kB[r])
-                    s = cb_slot[c]
-                    if a < b:
-                        _outer_add(Po, s, 0, 1.0, kA[r], kB[r])
-                    else:
-                        _outer_add(Po, s, 0, 1.0, kB[r], kA[r])
+                Pd[i, 0, 0] += 1.0; Pd[i, 1, 1] += 1.0; Pd[i, 2, 2] += 1.0
+                Pd[i, 0, 4] += pz; Pd[i, 0, 5] -= py; Pd[i, 1, 3] -= pz
+                Pd[i, 1, 5] += px; Pd[i, 2, 3] += py; Pd[i, 2, 4] -= px
+                Pd[i, 4, 0] += pz; Pd[i, 5, 0] -= py; Pd[i, 3, 1] -= pz
+                Pd[i, 5, 1] += px; Pd[i, 3, 2] += py; Pd[i, 4, 2] -= px
+                Pd[i, 3, 3] += py * py + pz * pz; Pd[i, 4, 4] += px * px + pz * pz
+                Pd[i, 5, 5] += px * px + py * py
+                Pd[i, 3, 4] -= px * py; Pd[i, 4, 3] -= px * py
+                Pd[i, 3, 5] -= px * pz; Pd[i, 5, 3] -= px * pz
+                Pd[i, 4, 5] -= py * pz; Pd[i, 5, 4] -= py * pz
+            if b1 >= 0 and b2 >= 0:
+                s = cb_slot[c]
+                Po[s, 0, 0] -= 1.0; Po[s, 1, 1] -= 1.0; Po[s, 2, 2] -= 1.0
+                Po[s, 0, 4] -= pz; Po[s, 0, 5] += py; Po[s, 1, 3] += pz
+                Po[s, 1, 5] -= px; Po[s, 2, 3] -= py; Po[s, 2, 4] += px
+                Po[s, 4, 0] -= pz; Po[s, 5, 0] += py; Po[s, 3, 1] += pz
+                Po[s, 5, 1] -= px; Po[s, 3, 2] -= py; Po[s, 4, 2] += px
+                Po[s, 3, 3] -= py * py + pz * pz; Po[s, 4, 4] -= px * px + pz * pz
+                Po[s, 5, 5] -= px * px + py * py
+                Po[s, 3, 4] += px * py; Po[s, 4, 3] += px * py
+                Po[s, 3, 5] += px * pz; Po[s, 5, 3] += px * pz
+                Po[s, 4, 5] += py * pz; Po[s, 5, 4] += py * pz
+            continue
+        for r in range(r0, r0 + nr):
+            if dof[r] >= 0:
+                Pj[dof[r]] += 1.0
+                continue
+            a = la[r]
+            if a < 0:
+                continue
+            _outer_add(Pd, a, 0, 1.0, kA[r], kA[r])
+            b = lb[r]
+            if b >= 0:
+                _outer_add(Pd, b, 0, 1.0, kB[r], kB[r])
+                s = cb_slot[c]
+                if a < b:
+                    _outer_add(Po, s, 0, 1.0, kA[r], kB[r])
+                else:
+                    _outer_add(Po, s, 0, 1.0, kB[r], kA[r])
+
+
+@njit(cache=True)
+def scaled_inertias_kernel(rho, H, armature, Pd, Po, Pj, Hd, Ho, Dj):
+    """Constraint inertias of Alg. 4 lines 1–11 for R = ρ I from the unit sums
+    (`unit_sums_kernel`): Hd = H + ρ Pd, Ho = ρ Po, Dj = armature + ρ Pj, O(n + slots)."""
     n = H.shape[0]
     for i in range(n):
         for a in range(6):
@@ -664,35 +676,52 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
 
 
 # --------------------------------------------------------------------------- operator entry points
-# The operators keep their state in three tuples so that one compiled function (here, and the
-# ADMM loop in `solvers.admm`) can drive them without Python in between:
-#   geo = (jint, S, H, U, Dinv, armature, rows)            kinematics and rows at q
-#   fac = (cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag)  LCABA factors of Λ_R (per damping)
-#         cs = (cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof)
-#         el = (use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr)
-#         flag (1,) int64: 1 once the unit-damping sums Pd, Po, Pj hold Σ KᵀK at this q
-#   ws  = (fext, tau, qdd, acc, pA, g, w, y)                sweep workspaces
-#   dense: dn = (G, C, d, t)   G (m, m), C its damped Cholesky factor (lower), d (m,), t (m,)
+# The operators keep their state in named tuples so that one compiled function (here, and the
+# ADMM loop in `solvers.admm`) can drive them without Python in between.
+Geometry = namedtuple("Geometry", "jint S H U Dinv armature rows")
+"""Kinematics and rows at q: the model's jint, armature; Data's S, H, U, D⁻¹; `Rows`."""
+Rows = namedtuple("Rows", "la lb kA kB dof sg gen crow cbody cf")
+"""Constraint rows (m,): links la, lb and their 6-vectors kA, kB, joint dof and sign; then the
+contacts' (`ConstraintSet.contact_arrays`): first row, rows, bodies, points and frames."""
+Blocks = namedtuple("Blocks", "cb_kind cb_row cb_nrows cb_body cb_f cb_slot la lb kA kB dof")
+"""Constraint blocks (`ConstraintSet`'s cb_* and coupling slot) with the rows' links and vectors."""
+EliminationArrays = namedtuple("EliminationArrays",
+                               "use_a order par nb_ptr nb_node nb_slot nb_tr pair_ptr pair_slot pair_tr")
+"""LCABA's elimination order and fill (`solvers.elimination`), use_a: free roots in link axes."""
+Factors = namedtuple("Factors", "cs el Pd Po Pj Hd Ho Dj L Y Rv flag")
+"""LCABA factors of Λ_R: `Blocks` cs, `EliminationArrays` el; unit-damping sums Pd, Po, Pj;
+damped inertias Hd, Ho, Dj; factors L, Y; R⁻¹ = Rv (m,); flag (1,) int64: 1 once Pd, Po, Pj
+hold Σ KᵀK at this q."""
+Workspace = namedtuple("Workspace", "fext tau qdd acc pA g w y")
+"""Sweep workspaces: (n, 6) fext, acc, pA, g, w; (nv,) tau, qdd; (m,) y."""
+Explicit = namedtuple("Explicit", "G C d t")
+"""The explicit operator: G (m, m), C its damped Cholesky factor (lower), d (m,), t (m,)."""
+
 
 @njit(cache=True, inline="always")
 def mf_factor(geo, fac, dscal, dvec, vec):
     """R⁻¹ = diag(d) (d = dvec if vec else the scalar dscal) and M_R = M + Jᵀ R J factored
-    (paper 000 Alg. 4 lines 1–32). A scalar d after the first reuses Σ KᵀK (mode 0)."""
+    (paper 000 Alg. 4 lines 1–32). A scalar d after the first reuses the unit sums Σ KᵀK."""
     jint, S, H, U, Dinv, armature, rows = geo
     cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag = fac
     cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof = cs
     use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr = el
+    rho, first = 0.0, False
     if vec:
         for r in range(Rv.shape[0]):
             Rv[r] = 1.0 / dvec[r]
-        mode, rho = 2, 0.0
     else:
         rho = 1.0 / dscal
         Rv[:] = rho
-        mode = 1 if flag[0] == 0 else 0
+        first = flag[0] == 0
         flag[0] = 1
-    assemble_kernel(mode, rho, Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot,
-                    la, lb, kA, kB, dof, Pd, Po, Pj, Hd, Ho, Dj)
+    if vec:
+        damped_inertias_kernel(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB,
+                               dof, Hd, Ho, Dj)
+    else:
+        if first:
+            unit_sums_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof, Pd, Po, Pj)
+        scaled_inertias_kernel(rho, H, armature, Pd, Po, Pj, Hd, Ho, Dj)
     lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot,
                         pair_tr, Hd, Ho, Dj, L, Y)
 

@@ -25,7 +25,7 @@ from numba import njit
 from numba.core import types
 from numba.experimental import structref
 
-from .delassus_kernels import dense_factor, dense_solve, jt_minv_kernel, mf_factor, mf_matvec, mf_solve
+from .delassus_kernels import Explicit, dense_factor, dense_solve, jt_minv_kernel, mf_factor, mf_matvec, mf_solve
 from .scaling import delassus_diagonal_kernel
 
 
@@ -88,7 +88,7 @@ class _ExplicitOperator:
         from .pgs import explicit_matrix
         G = explicit_matrix(lambda x: np.asarray(op.matvec(x), float), m)
         G = np.ascontiguousarray(0.5 * (G + G.T))
-        self.dn = (G, np.empty((m, m)), np.empty(m), np.empty(m))
+        self.dn = Explicit(G, np.empty((m, m)), np.empty(m), np.empty(m))
 
     def compiled_state(self):
         return explicit_state(self.dn)
@@ -110,7 +110,7 @@ def _placeholders():
         op = MatrixFreeDelassus(mdl, mdl.neutral(), [ContactSet(np.array([0]), np.array([-1]), np.zeros((1, 3)),
                                                                   np.eye(3)[None], np.ones(1))])
         _PLACEHOLDER["mf"] = op.kernel_state()
-        _PLACEHOLDER["dn"] = (np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+        _PLACEHOLDER["dn"] = Explicit(np.zeros((0, 0)), np.zeros((0, 0)), np.zeros(0), np.zeros(0))
     return _PLACEHOLDER["mf"], _PLACEHOLDER["dn"]
 
 
@@ -144,7 +144,7 @@ def op_factor(dense, geo, fac, dn, dscal, dvec, vec):
 def op_matvec(dense, geo, ws, dn, x, out):
     """out = G x on either operator."""
     if dense:
-        G = dn[0]
+        G = dn.G
         for r in range(x.shape[0]):
             acc = 0.0
             for c in range(x.shape[0]):
@@ -167,7 +167,7 @@ def op_solve(dense, geo, fac, ws, dn, b, out):
 def op_diag(dense, geo, dn, out):
     """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`)."""
     if dense:
-        G = dn[0]
+        G = dn.G
         for r in range(out.shape[0]):
             out[r] = G[r, r]
     else:

@@ -49,7 +49,7 @@ from models.kinematics import kinematics_kernel
 
 from .constraints import as_constraint_set
 from .delassus import _Rows
-from .delassus_kernels import assemble_kernel as constraint_inertia_kernel
+from .delassus_kernels import damped_inertias_kernel
 from .osim_kernels import OsimStructure, OsimWork, delassus_kernel, matrix_inversion_kernel
 
 __all__ = ["pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "OsimStructure"]
@@ -194,11 +194,9 @@ def _caba(model, q, constraints, damping, ground):
     cs.coupling_pairs()                  # sets cs.cb_slot (binary blocks get zero weight below)
     Hd, Dj = np.empty_like(data.H), np.empty(model.nv)
     Ho = np.empty((max(int(cs.cb_slot.max(initial=-1)) + 1, 1), 6, 6))
-    z3 = np.empty((0, 6, 6))
     # Alg. 5 line 4: Hᴬᵢ ← Hᵢ + Kᵢᵀ R Kᵢ (and armature + R for joint rows), unary rows only
-    constraint_inertia_kernel(2, 0.0, np.where(unary, Rv, 0.0), data.H, model.armature, cs.cb_kind, cs.cb_row,
-                              cs.cb_nrows, cs.cb_body, cs.cb_f, cs.cb_slot, rows.la, rows.lb, rows.kA, rows.kB,
-                              rows.dof, z3, z3, np.empty(0), Hd, Ho, Dj)
+    damped_inertias_kernel(np.where(unary, Rv, 0.0), data.H, model.armature, cs.cb_kind, cs.cb_row, cs.cb_nrows,
+                           cs.cb_body, cs.cb_f, cs.cb_slot, rows.la, rows.lb, rows.kA, rows.kB, rows.dof, Hd, Ho, Dj)
     L = delassus_from_rows(rows, Hd, Dj, ground=ground)
     if unary.all():
         matrix_inversion_kernel(L, Rv)

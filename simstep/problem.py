@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from solvers import ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
-from solvers.admm import lanczos_max_eigenvalue
+from solvers.opstate import max_eigenvalue
 from solvers.cones import ConeSet
 
 WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
@@ -336,7 +336,7 @@ class ProblemAssembler:
             return e[2]
         # the same estimate for every operator (only matvec), so dense and matrix-free runs see
         # the same ρ and hence the same iterates up to round-off
-        L = lanczos_max_eigenvalue(op.matvec, op.m, self.sim.admm.settings.eig_iters)
+        L = max_eigenvalue(op, op.m, self.sim.admm.settings.eig_iters)
         self._eig = (key, op.m, L)
         return L
 

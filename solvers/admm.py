@@ -59,7 +59,8 @@ from . import cones as _cones
 from . import delassus_kernels as _dk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
-from .opstate import compiled_state, op_diag, op_factor, op_jt_minv, op_matvec, op_solve
+from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
+                      op_solve)
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
@@ -214,44 +215,6 @@ def scale_kernel(kind, start, size, diag, p, sc):
         else:
             for r in range(s0, s0 + n):
                 sc[r] = max(diag[r], floor) ** (-p)
-
-
-@njit(cache=True)
-def _scaled_max_eigenvalue(dense, geo, ws, dn, sc, iters):
-    """λ_max(S G S) by `iters` Lanczos steps with full reorthogonalisation (largest Ritz value)."""
-    m = sc.shape[0]
-    k = min(iters, m)
-    Q = np.zeros((k + 1, m))
-    alpha, beta = np.zeros(k), np.zeros(k)
-    for r in range(m):
-        Q[0, r] = 1.0 / np.sqrt(m) * (1.0 + 0.1 * ((r * 7919) % 13) / 13.0)   # deterministic, not an eigenvector
-    nrm = np.sqrt(np.sum(Q[0] * Q[0]))
-    Q[0] /= nrm
-    u, w = np.empty(m), np.empty(m)
-    n = 0
-    for j in range(k):
-        for r in range(m):
-            u[r] = sc[r] * Q[j, r]
-        op_matvec(dense, geo, ws, dn, u, w)
-        for r in range(m):
-            w[r] *= sc[r]
-        alpha[j] = np.dot(w, Q[j])
-        for i in range(j + 1):          # full reorthogonalisation
-            c = np.dot(w, Q[i])
-            for r in range(m):
-                w[r] -= c * Q[i, r]
-        n = j + 1
-        b = np.sqrt(np.dot(w, w))
-        if b <= 1e-12 * max(abs(alpha[j]), 1e-300):
-            break
-        beta[j] = b
-        Q[j + 1] = w / b
-    T = np.zeros((n, n))
-    for j in range(n):
-        T[j, j] = alpha[j]
-        if j + 1 < n:
-            T[j, j + 1] = T[j + 1, j] = beta[j]
-    return np.linalg.eigvalsh(T)[-1]
 
 
 @njit(cache=True, inline="always")
@@ -459,7 +422,7 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
             if kind[b] == BOX:      # |λ̃| ≤ f / s
                 param_s[b] = param[b] / sc[start[b]]
         if not L_scaled > 0.0:
-            L_scaled = _scaled_max_eigenvalue(dense, geo, ws, dn, sc, eig_iters)
+            L_scaled = op_max_eigenvalue(dense, geo, ws, dn, sc, eig_iters)
         L = max(L_scaled, 1e-12)
         cond = max(L / rho_min, 1.0 + 1e-12)
         rho = math.sqrt(L * rho_min) * cond ** rho_power
@@ -560,29 +523,15 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
     return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False
 
 
+class _Matvec:
+    def __init__(self, matvec):
+        self.matvec = matvec
+
+
 def lanczos_max_eigenvalue(matvec, m, iters=20):
-    """Largest eigenvalue of the PSD operator `matvec` (m × m) by `iters` Lanczos steps with full
-    reorthogonalisation from a fixed start vector (deterministic). The largest Ritz value is a
-    lower bound that converges fast for the extreme eigenvalue; it needs only `matvec`, so every
-    operator gets the same estimate (and hence the same ADMM iterates)."""
-    k = min(iters, m)
-    Q = np.zeros((k + 1, m))
-    alpha, beta = np.zeros(k), np.zeros(k)
-    q = 1.0 + 0.5 * np.sin(np.arange(m) + 1.0)     # generic: a component on every eigenvector
-    Q[0] = q / np.linalg.norm(q)
-    j = 0
-    for j in range(k):
-        w = matvec(Q[j])
-        alpha[j] = Q[j] @ w
-        w -= Q[:j + 1].T @ (Q[:j + 1] @ w)         # full reorthogonalisation (twice is enough)
-        w -= Q[:j + 1].T @ (Q[:j + 1] @ w)
-        beta[j] = np.linalg.norm(w)
-        if beta[j] <= 1e-12 * max(abs(alpha[j]), 1e-300):
-            break
-        Q[j + 1] = w / beta[j]
-    n = j + 1
-    T = np.diag(alpha[:n]) + np.diag(beta[:n - 1], 1) + np.diag(beta[:n - 1], -1)
-    return float(np.linalg.eigvalsh(T)[-1])
+    """Largest eigenvalue of the PSD operator `matvec` (m × m): `opstate.op_max_eigenvalue`
+    (the one Lanczos of the package) on its explicit matrix, built from m products."""
+    return max_eigenvalue(_Matvec(matvec), m, iters)
 
 
 _EMPTY = np.zeros(0)
@@ -642,7 +591,7 @@ class ADMMSolver:
         elif hasattr(op, "max_eigenvalue"):
             L = float(op.max_eigenvalue())
         else:
-            L = lanczos_max_eigenvalue(op.matvec, m, st.eig_iters)
+            L = max_eigenvalue(op, m, st.eig_iters)
         L = max(L, 1e-12)
         mm = st.mu_prox + (0.0 if Rc is None else float(Rc.min()))
         # λ_max of the scaled G: kept while the caller's λ_max(G) (cached per constraint graph) is

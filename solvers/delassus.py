@@ -44,9 +44,9 @@ from models.kinematics import kinematics_kernel
 from .constraints import as_constraint_set, rows_kernel
 from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
                                dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
-                               lanczos_kernel, mf_factor, mf_matvec, mf_solve)
+                               mf_factor, mf_matvec, mf_solve)
 from .elimination import cached_elimination
-from .opstate import StateCache, explicit_state, matrix_free_state
+from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue
 
 _FREE = models.FREE
 
@@ -243,18 +243,11 @@ class MatrixFreeDelassus(_Rows):
         jt_minv_kernel(self.model.jint, d.S, d.U, d.Dinv, self.rows, lam, fext, tau, out, acc, pA)
         return out
 
-    def max_eigenvalue(self, iters=20, seed=0):
+    def max_eigenvalue(self, iters=20):
         """Largest eigenvalue of G by `iters` Lanczos steps (full reorthogonalisation) on the
-        matrix-free product; the largest Ritz value, a lower bound that converges fast for the
-        extreme eigenvalue (tests: within 1e-6 relative of the exact value after 20 steps)."""
-        if self.m == 0:
-            return 0.0
-        self._need_aba()
-        v0 = np.random.default_rng(seed).standard_normal(self.m)
-        d = self.data
-        fext, tau, qdd, acc, pA = self._work()
-        return float(lanczos_kernel(self.model.jint, d.S, d.U, d.Dinv, self.rows, v0, int(iters), fext, tau, qdd,
-                                    acc, pA))
+        matrix-free product (`solvers.opstate.op_max_eigenvalue`): the largest Ritz value, a
+        lower bound that converges fast for the extreme eigenvalue."""
+        return max_eigenvalue(self, self.m, iters)
 
     # ------------------------------------------------------------------ Λ_R
     def _structure(self):

@@ -158,41 +158,6 @@ def j_apply_kernel(jint, S, rows, v, y, vel):
     gather_kernel(rows, vel, v, y)
 
 
-@njit(cache=True)
-def lanczos_kernel(jint, S, U, Dinv, rows, v0, k, fext, tau, qdd, acc, pA):
-    """Largest eigenvalue of Λ⁻¹ by k steps of Lanczos with full reorthogonalisation on the
-    matrix-free product (for the ADMM spectral rule). Returns the largest Ritz value."""
-    m = v0.shape[0]
-    k = min(k, m)
-    V = np.zeros((k + 1, m))
-    alpha = np.zeros(k)
-    beta = np.zeros(k)
-    nrm = np.sqrt(np.sum(v0 * v0))
-    V[0] = v0 / nrm
-    w = np.empty(m)
-    kk = k
-    for j in range(k):
-        matvec_kernel(jint, S, U, Dinv, rows, V[j], w, fext, tau, qdd, acc, pA)
-        alpha[j] = np.dot(w, V[j])
-        for it in range(2):
-            for i in range(j + 1):
-                w -= np.dot(w, V[i]) * V[i]
-        b = np.sqrt(np.sum(w * w))
-        beta[j] = b
-        if b <= 1e-14 * max(abs(alpha[j]), 1e-300):
-            kk = j + 1
-            break
-        V[j + 1] = w / b
-    T = np.zeros((kk, kk))
-    for j in range(kk):
-        T[j, j] = alpha[j]
-        if j + 1 < kk:
-            T[j, j + 1] = beta[j]
-            T[j + 1, j] = beta[j]
-    ev = np.linalg.eigvalsh(T)
-    return ev[-1]
-
-
 # --------------------------------------------------------------------------- dense baseline
 @njit(cache=True)
 def dense_jacobian_kernel(jint, S, la, lb, kA, kB, dof, sg, J):

@@ -15,10 +15,13 @@ tuples hold the same array objects.
   ``matvec`` gets its explicit matrix), ``op.mark_factored()`` after a compiled solver has
   refactored the damped operator in its storage.
 - Compiled side: `op_matvec` (G x), `op_factor` (factor G + diag d), `op_solve`
-  ((G + diag d)⁻¹ b), `op_diag` (diag G or its estimate) and `op_jt_minv` (M⁻¹ Jᵀ λ), on either
-  operator, selected by the state's ``dense`` flag.
+  ((G + diag d)⁻¹ b), `op_diag` (diag G or its estimate), `op_jt_minv` (M⁻¹ Jᵀ λ) and
+  `op_max_eigenvalue` (the one Lanczos), on either operator, selected by the state's ``dense``
+  flag; `max_eigenvalue(op, m)` from Python.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -188,3 +191,61 @@ def op_jt_minv(dense, geo, ws, lam, out):
     fext, tau, qdd, acc, pA, g, w, y = ws
     jt_minv_kernel(jint, S, U, Dinv, rows, lam, fext, tau, out, acc, pA)
     return True
+
+
+@njit(cache=True)
+def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
+    """λ_max(S G S), S = diag(sc) (sc empty: S = I), by `iters` Lanczos steps with full
+    reorthogonalisation (twice) from a fixed generic start vector, 1 + ½ sin(r + 1), which has a
+    component on every eigenvector: deterministic, so every operator gives the same estimate up
+    to round-off. The largest Ritz value: a lower bound that converges fast for the extreme
+    eigenvalue (within 1e-6 relative after 20 steps on the tests' operators)."""
+    m = dn.G.shape[0] if dense else geo.rows.la.shape[0]
+    scaled = sc.shape[0] > 0
+    k = min(iters, m)
+    Q = np.zeros((k + 1, m))
+    alpha, beta = np.zeros(k), np.zeros(k)
+    for r in range(m):
+        Q[0, r] = 1.0 + 0.5 * math.sin(r + 1.0)
+    Q[0] /= np.sqrt(np.dot(Q[0], Q[0]))
+    u, w = np.empty(m), np.empty(m)
+    n = 0
+    for j in range(k):
+        for r in range(m):
+            u[r] = sc[r] * Q[j, r] if scaled else Q[j, r]
+        op_matvec(dense, geo, ws, dn, u, w)
+        if scaled:
+            for r in range(m):
+                w[r] *= sc[r]
+        alpha[j] = np.dot(w, Q[j])
+        for _ in range(2):
+            for i in range(j + 1):
+                c = np.dot(w, Q[i])
+                for r in range(m):
+                    w[r] -= c * Q[i, r]
+        n = j + 1
+        b = np.sqrt(np.dot(w, w))
+        beta[j] = b
+        if b <= 1e-12 * max(abs(alpha[j]), 1e-300):
+            break
+        for r in range(m):
+            Q[j + 1, r] = w[r] / b
+    T = np.zeros((n, n))
+    for j in range(n):
+        T[j, j] = alpha[j]
+        if j + 1 < n:
+            T[j, j + 1] = beta[j]
+            T[j + 1, j] = beta[j]
+    return np.linalg.eigvalsh(T)[-1]
+
+
+@njit(cache=True)
+def _state_max_eigenvalue(state, iters):
+    return op_max_eigenvalue(state.dense, state.geo, state.ws, state.dn, np.empty(0), iters)
+
+
+def max_eigenvalue(op, m, iters=20):
+    """λ_max(G) of any operator (`op_max_eigenvalue` on `compiled_state(op, m)`); 0 for m = 0."""
+    if m == 0:
+        return 0.0
+    return float(_state_max_eigenvalue(compiled_state(op, m), int(iters)))

@@ -13,36 +13,36 @@ from .spatial import inertia_to_world, motion_to_world, quat_to_rot, skew
 _JIT = dict(cache=True)
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def fk_kernel(jint, jfloat, q, oR, op):
     """Forward kinematics: oMᵢ = oM_λ(i) · X_tree(i) · X_J(qᵢ) for i in topological order.
 
     oR (n, 3, 3), op (n, 3): world rotation and position of each body frame.
+    No temporaries (X_J is written into body i's own slots, then read back as scalars), so it is
+    compiled without numba's reference counting (an atomic pair per array view otherwise).
     """
-    RJ = np.empty((3, 3))
-    pJ = np.empty(3)
-    Rp = np.empty((3, 3))
-    pp = np.empty(3)
     for i in range(jint.shape[0]):
         par, jt, iq = jint[i, 0], jint[i, 1], jint[i, 2]
-        Rt = jfloat[i, JF_R:JF_R + 9]
-        pt = jfloat[i, JF_P:JF_P + 3]
-        joint_transform(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], q, iq, RJ, pJ)
-        # joint frame in world: (Rp, pp) = oM_parent · X_tree
+        joint_transform(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], q, iq, oR[i], op[i])
+        j00, j01, j02 = oR[i, 0, 0], oR[i, 0, 1], oR[i, 0, 2]
+        j10, j11, j12 = oR[i, 1, 0], oR[i, 1, 1], oR[i, 1, 2]
+        j20, j21, j22 = oR[i, 2, 0], oR[i, 2, 1], oR[i, 2, 2]
+        p0, p1, p2 = op[i, 0], op[i, 1], op[i, 2]
+        # row r of the joint frame in world, (Rp, pp) = oM_parent · X_tree, then oMᵢ = (Rp, pp) · X_J
         for r in range(3):
-            for c in range(3):
-                if par >= 0:
-                    Rp[r, c] = oR[par, r, 0] * Rt[c] + oR[par, r, 1] * Rt[3 + c] + oR[par, r, 2] * Rt[6 + c]
-                else:
-                    Rp[r, c] = Rt[3 * r + c]
             if par >= 0:
-                pp[r] = oR[par, r, 0] * pt[0] + oR[par, r, 1] * pt[1] + oR[par, r, 2] * pt[2] + op[par, r]
+                a0, a1, a2 = oR[par, r, 0], oR[par, r, 1], oR[par, r, 2]
+                b0 = a0 * jfloat[i, JF_R] + a1 * jfloat[i, JF_R + 3] + a2 * jfloat[i, JF_R + 6]
+                b1 = a0 * jfloat[i, JF_R + 1] + a1 * jfloat[i, JF_R + 4] + a2 * jfloat[i, JF_R + 7]
+                b2 = a0 * jfloat[i, JF_R + 2] + a1 * jfloat[i, JF_R + 5] + a2 * jfloat[i, JF_R + 8]
+                pp = a0 * jfloat[i, JF_P] + a1 * jfloat[i, JF_P + 1] + a2 * jfloat[i, JF_P + 2] + op[par, r]
             else:
-                pp[r] = pt[r]
-        for r in range(3):
-            op[i, r] = Rp[r, 0] * pJ[0] + Rp[r, 1] * pJ[1] + Rp[r, 2] * pJ[2] + pp[r]
-            for c in range(3):
-                oR[i, r, c] = Rp[r, 0] * RJ[0, c] + Rp[r, 1] * RJ[1, c] + Rp[r, 2] * RJ[2, c]
+                b0, b1, b2 = jfloat[i, JF_R + 3 * r], jfloat[i, JF_R + 3 * r + 1], jfloat[i, JF_R + 3 * r + 2]
+                pp = jfloat[i, JF_P + r]
+            op[i, r] = b0 * p0 + b1 * p1 + b2 * p2 + pp
+            oR[i, r, 0] = b0 * j00 + b1 * j10 + b2 * j20
+            oR[i, r, 1] = b0 * j01 + b1 * j11 + b2 * j21
+            oR[i, r, 2] = b0 * j02 + b1 * j12 + b2 * j22
 
 
 @njit(**_JIT)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 import models
@@ -105,6 +106,7 @@ class _Work:
         self.gk, self.kref, self.e = z(m), z(m), z(m)
         self.krow = np.arange(m, dtype=np.int64)
         self.zero = z(m)
+        self.scratch = z((4, 6, 6))
         self.rows = (self.la, self.lb, self.kA, self.kB, cs.dof, cs.sg, np.arange(m, dtype=np.int64),
                      z(0, np.int64), z((0, 2), np.int64), z((0, 24)))
 
@@ -152,7 +154,8 @@ class _Work:
         model, cs = self.model, self.cs
         prepare_kernel(model.jint, model.jfloat, model.gravity, q, v, cs.cb_kind, cs.cb_row, cs.cb_nrows,
                        cs.cb_body, cs.cb_f, cs.dof, self.zero if a_ref is None else a_ref, self.oR, self.op, self.S,
-                       self.H, self.la, self.lb, self.kA, self.kB, self.vel, self.c, self.pA, self.gk, self.kref)
+                       self.H, self.la, self.lb, self.kA, self.kB, self.vel, self.c, self.pA, self.gk, self.kref,
+                       self.scratch)
 
     def drift(self):
         """γ = J̇ v (m,) at the state of `at`: K·(bias accelerations, no gravity) + γ_K."""
@@ -212,9 +215,21 @@ _F64 = np.dtype(np.float64)
 
 
 def _ready(x, n):
-    """x is a float64 ndarray of shape (n,) (numba's fast path; anything else goes through the
-    model's checks, which convert or raise)."""
-    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,)
+    """x is a C-contiguous float64 ndarray of shape (n,), the type the prepared kernel was
+    compiled for (anything else goes through the model's checks, which convert or raise)."""
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.strides == _STRIDE
+
+
+_STRIDE = (8,)
+
+
+def _entry(dispatcher, *args):
+    """The compiled entry point of `dispatcher` for the numba types of `args` (compiled or loaded
+    from the cache now): a call skips the dispatcher's type resolution, about 1 µs per call
+    with a structref argument. Its arguments must have exactly these types (no checks)."""
+    sig = tuple(numba.typeof(a) for a in args)
+    dispatcher.compile(sig)
+    return dispatcher.overloads[sig].entry_point
 
 
 class ConstrainedDynamics:
@@ -244,6 +259,10 @@ class ConstrainedDynamics:
         self._method = ALGORITHMS[algorithm]
         self._graph = self._method == 0 and self._work.coupled
         self._state = None if self._graph else _state(model, self.constraints, self._work)
+        if self._state is not None:
+            nv, z = self.nv, np.zeros
+            self._kernel = _entry(constrained_solve_kernel, self._state, self._method, z(model.nq), z(nv), z(nv),
+                                  z(self.m), 1.0, 0.0, 1, UNIT_TOL, z(nv), z(self.m))
 
     def set_settings(self, mu=1e6, tol=1e-10, max_iter=50):
         """The proximal parameter μ > 0, the tolerance and the iteration cap of later solves."""
@@ -260,14 +279,15 @@ class ConstrainedDynamics:
             q, v, tau, cs, a_ref = _inputs(model, q, v, tau, self.constraints, a_ref)
             return _coupled(model, q, v, tau, cs, self._work, mu, tol, max_iter, a_ref)
         if not (_ready(v, nv) and _ready(tau, nv) and _ready(q, model.nq)):
-            q, v, tau = model.check_q(q), model.check_v(v), model.check_v(tau, "tau")
+            q, v, tau = (np.ascontiguousarray(x) for x in (model.check_q(q), model.check_v(v),
+                                                           model.check_v(tau, "tau")))
         if a_ref is None:
             a_ref = self._work.zero
         elif not _ready(a_ref, self.m):
-            a_ref = _inputs(model, q, v, tau, self.constraints, a_ref)[4]
+            a_ref = np.ascontiguousarray(_inputs(model, q, v, tau, self.constraints, a_ref)[4])
         a, lam = np.empty(nv), np.empty(self.m)
-        status, it, res = constrained_solve_kernel(self._state, self._method, q, v, tau, a_ref, mu, tol, max_iter,
-                                                   UNIT_TOL, a, lam)
+        status, it, res = self._kernel(self._state, self._method, q, v, tau, a_ref, mu, tol, max_iter, UNIT_TOL, a,
+                                       lam)
         if status:
             self._raise(status, q, v, tau, a_ref)
         return ConstrainedResult(a, lam, it, res)
@@ -306,7 +326,7 @@ def _state(model, cs, w):
                             cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg, w.oR, w.op, w.S, w.H, w.la, w.lb, w.kA,
                             w.kB, w.vel, w.c, w.pA, w.gk, w.kref, w.IA, w.Lc, w.U, w.u, w.du, w.dpA, w.qprev, w.e,
                             w.acc, w.rows, w.krow, w.lptr, w.lrow, w.jrow, w.se,
-                            (it_row, it_side, lo, hi, lptr, own, se) + tail)
+                            (it_row, it_side, lo, hi, lptr, own, se) + tail, w.scratch)
 
 
 def _prepared(model, cs, algorithm):

@@ -12,6 +12,13 @@ sg[r] q̈_{dof[r]} = k[r]; its multipliers λ enter as M q̈ = τ − c − Jᵀ
 
 Tree structure for the sweeps over 𝒮_E (links supporting a constraint): `lptr`/`lrow` list
 the link rows of each link (CSR), `jrow` the joint rows, `se` (n,) 1 for links in 𝒮_E.
+
+Speed: the per-iteration kernels are compiled without numba's reference counting (`_NOREF`):
+with it, every array a helper receives or a loop views is an atomic incref/decref pair, which
+measured half of `articulate_kernel`'s time on Talos. They allocate nothing (temporaries live
+in the caller's `scratch` (4, 6, 6)) and call only each other, inlined helpers, or
+`_gather` (`delassus_kernels.gather_kernel` compiled the same way); the option is inherited by
+every kernel they call, so kernels that call `models` kernels (`prepare_kernel`) keep it.
 """
 import numpy as np
 from numba import njit
@@ -30,12 +37,18 @@ from models.kinematics import all_finite, kinematics_kernel, q_status_kernel
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
 
+# kernels that allocate nothing: no reference counting (numba's private `_nrt` option)
+_NOREF = dict(cache=True, _nrt=False)
+# `gather_kernel` without reference counting for the iteration loop (not cached: a second
+# dispatcher of the same function would share its cache index; it is compiled into its callers)
+_gather = njit(_nrt=False)(gather_kernel.py_func)
+
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
                             models.joints.__file__])
 
 
 # --------------------------------------------------------------------------- shared pieces
-@njit(cache=True)
+@njit(**_NOREF)
 def bias_chain_kernel(jint, c, acc):
     """acc (n, 6): link accelerations at q̈ = 0 without gravity, aᵢ = a_λ(i) + cᵢ."""
     for i in range(jint.shape[0]):
@@ -51,7 +64,7 @@ def _cross_dot(t, a, b):
             + t[2] * (a[0] * b[1] - a[1] * b[0]))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _point_velocity(vel, b, p, out):
     """Velocity of the material point of body b at world point p (0 for the world)."""
     if b < 0:
@@ -63,18 +76,19 @@ def _point_velocity(vel, b, p, out):
     out[2] = w[2] + w[3] * p[1] - w[4] * p[0]
 
 
-@njit(cache=True)
-def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
+@njit(**_NOREF)
+def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk, scratch):
     """γ_K (m,): the part of the constraint drift J̇ v that comes from rows moving with their
     bodies, K̇ · v (the rest, Kᵢ J̇ᵢ v, is in the bias accelerations cᵢ of the sweeps).
 
     J(q) is the one of `rows_kernel`: a contact's point and frame are fixed in the world
     (K̇ = 0); a loop closure's anchors move with their bodies and its axes with body 1 (ω_t).
     For a point row along t on side s (sign σ, body velocity wₛ at the anchor, anchor velocity
-    ṗ): σ t·(wₛ × ω_t + ωₛ × ṗ); for an angular row: σ t·(ωₛ × ω_t). Joint rows: 0."""
-    p1, p2, t, wt, ws, pd, om = (np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3),
-                                 np.empty(3))
-    R = np.empty((3, 3))
+    ṗ): σ t·(wₛ × ω_t + ωₛ × ṗ); for an angular row: σ t·(ωₛ × ω_t). Joint rows: 0.
+    scratch (4, 6, 6): temporaries."""
+    p1, p2, t, wt, ws, pd = scratch[0, 0, :3], scratch[0, 1, :3], scratch[0, 2, :3], scratch[0, 3, :3], \
+        scratch[0, 4, :3], scratch[0, 5, :3]
+    om, R = scratch[1, 0, :3], scratch[1, 1:4, :3]
     for c in range(cb_kind.shape[0]):
         kind, r0, nr = cb_kind[c], cb_row[c], cb_nrows[c]
         if kind == 0 or kind >= 3:
@@ -119,16 +133,17 @@ def row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk):
                 if kind == 2:
                     _point_velocity(vel, b1, p1, pd)     # the weld anchor moves with body 1
                 else:
-                    pd[:] = ws
+                    for a in range(3):
+                        pd[a] = ws[a]
                 g += sigma * (_cross_dot(t, ws, wt) + _cross_dot(t, om, pd))
             gk[r0 + r] = g
 
 
-@njit(cache=True)
-def rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, select):
+@njit(**_NOREF)
+def rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, select, w):
     """Roll-out (Alg. 1 lines 11–12) over the links i with se[i] == select (select = -1: all):
-    q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ (D = Lc Lcᵀ), a₀ = (−g, 0)."""
-    w = np.empty(6)
+    q̈ᵢ = D⁻¹ (u − Uᵀ(a_λ + cᵢ)), aᵢ = a_λ + cᵢ + Sᵢ q̈ᵢ (D = Lc Lcᵀ), a₀ = (−g, 0).
+    w (6,): temporary."""
     for i in range(jint.shape[0]):
         if select >= 0 and se[i] != select:
             continue
@@ -160,7 +175,7 @@ def rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, select):
             acc[i, r] = t
 
 
-@njit(cache=True)
+@njit(**_NOREF)
 def supports_kernel(jint, la, dof, dof_link, se):
     """se (n,) int64: 1 for links that support a constraint (𝒮_E: the link of a row or an ancestor)."""
     se[:] = 0
@@ -173,16 +188,16 @@ def supports_kernel(jint, la, dof, dof_link, se):
 
 @njit(cache=True)
 def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, a_ref, oR, op, S, H,
-                   la, lb, kA, kB, vel, c, pA, gk, kref):
+                   la, lb, kA, kB, vel, c, pA, gk, kref, scratch):
     """Everything at (q, v) before the sweeps, in one call: kinematics, the rows K
     (`rows_kernel`), the first forward sweep (vel, c, pA) and γ_K; then kref = k of Eq. 20c
     for the sweeps, k = a_ref − γ_K + K a₀ (a₀ = (−g, 0), the uniform field of Eq. 20d that
-    every link acceleration of the sweeps carries)."""
+    every link acceleration of the sweeps carries). scratch (4, 6, 6): temporaries."""
     kinematics_kernel(jint, jfloat, q, oR, op, S, H)
     rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, True)
     pA[:, :] = 0.0
     bias_sweep_kernel(jint, S, H, v, vel, c, pA)
-    row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk)
+    row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk, scratch)
     for r in range(kref.shape[0]):
         t = a_ref[r] - gk[r]
         if dof[r] < 0:
@@ -229,19 +244,19 @@ def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
     return True
 
 
-@njit(cache=True)
+@njit(**_NOREF)
 def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, jrow, kref, lam, mu, c, pA, IA, U,
-                      Lc, u):
+                      Lc, u, scratch):
     """Alg. 1 lines 5–9 after the first forward sweep (c, pA from `bias_sweep_kernel`): the
     augmented inertias and forces of Eq. 29, H̃ᵢ = Hᵢ + μ Σ KᵀK, f̃ᵢ = fᵢ + Σ Kᵀ(μ k − λ)
     (pᴬ −= …), joint rows adding μ sg² to Dᵢ and sg (μ k − λ) to uᵢ; then the backward
     sweep: Uᵢ = Iᴬᵢ Sᵢ, Dᵢ = Lcᵢ Lcᵢᵀ, uᵢ = τᵢ − Sᵢᵀ pᴬᵢ, and the parent's Iᴬ, pᴬ. With
     μ = 0 and λ = 0 this is the plain ABA (the PV algorithm's first two sweeps).
     Link entries: for j in lptr[i]:lptr[i+1], row krow[lidx[j]] with spatial row K[lidx[j]].
-    Returns False if some Dᵢ is not positive definite."""
+    scratch (4, 6, 6): temporaries. Returns False if some Dᵢ is not positive definite."""
     n = jint.shape[0]
-    D, W = np.empty((6, 6)), np.empty((6, 6))
-    y, h = np.empty(6), np.empty(6)
+    D, W = scratch[0], scratch[1]
+    y, h = scratch[2, 0], scratch[2, 1]
     for i in range(n):
         for a in range(6):
             for b in range(6):
@@ -318,14 +333,13 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
     return True
 
 
-@njit(cache=True)
-def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x, u, du, dpA):
+@njit(**_NOREF)
+def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x, u, du, dpA, y):
     """Alg. 2 lines 1–3: the backward sweep over 𝒮_E of a change x (m,) of the multipliers λ
     (Δf = −Kᵀ x on links, Δτ = −sg x on joints), through Pᵢ = I − Uᵢ Dᵢ⁻¹ Sᵢᵀ, accumulated
     into the stored uᵢ (so the roll-out of `rollout_kernel` sees f^A + Δf). In pᴬ form:
-    Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ, Δuᵢ = Δτᵢ − Sᵢᵀ Δpᴬᵢ."""
+    Δpᴬ_λ += Δpᴬᵢ + Uᵢ D⁻¹ Δuᵢ, Δuᵢ = Δτᵢ − Sᵢᵀ Δpᴬᵢ. y (6,): temporary."""
     n = jint.shape[0]
-    y = np.empty(6)
     for i in range(n):
         if se[i]:
             for a in range(6):
@@ -369,9 +383,9 @@ def force_sweep_kernel(jint, S, U, Lc, K, krow, lptr, lidx, dof, sg, jrow, se, x
 
 
 # --------------------------------------------------------------------------- constrainedABA
-@njit(cache=True)
+@njit(**_NOREF)
 def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kref, lptr, lrow, jrow, se, mu, tol,
-                max_iter, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam):
+                max_iter, c, pA, IA, U, Lc, u, du, dpA, qprev, e, qdd, acc, lam, scratch):
     """constrainedABA (paper 002 Alg. 3) for unary constraints on a tree, O(n + m) per iteration.
 
     Alg. 1 (`articulate_kernel`: the ABA with the augmented inertias and forces of Eq. 29,
@@ -382,17 +396,19 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
     krow = arange(m); rows: the row tuple of `delassus_kernels.gather_kernel` (K a, all rows
     generic). lam (m,) on entry λ⁰ (the paper's sign), on exit the multipliers of q̈
     (M q̈ = τ − c − Jᵀ λ, the update of Eq. 27b after the last solve).
+    scratch (4, 6, 6): temporaries.
     Returns (iterations, residual ‖K a − k‖∞); iterations = -1 if some Dᵢ is not PD."""
     n = jint.shape[0]
+    w = scratch[3, 0]
     if not articulate_kernel(jint, armature, S, H, tau, kA, krow, lptr, lrow, dof, sg, jrow, kref, lam, mu, c, pA,
-                             IA, U, Lc, u):
+                             IA, U, Lc, u, scratch):
         return -1, np.inf
-    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1)
+    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1, w)
     it = 1
     res = np.inf
     while True:
         # Eq. 27b: λ ← λ + μ (K a − k); the primal step just taken is exact for this λ
-        gather_kernel(rows, acc, qdd, e)
+        _gather(rows, acc, qdd, e)
         res = 0.0
         for r in range(e.shape[0]):
             e[r] -= kref[r]
@@ -412,11 +428,11 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
             if se[i]:
                 for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
                     qprev[k] = qdd[k]
-        force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA)
-        rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1)
+        force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA, w)
+        rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1, w)
         it += 1
     # Alg. 3 lines 9–11: the links outside 𝒮_E
-    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 0)
+    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 0, w)
     return it, res
 
 
@@ -461,7 +477,7 @@ def _item_rows(kA, kB, it_row, it_side, KI):
 @njit(cache=True)
 def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref, it_row, it_side, lo, hi, lptr,
               lidx, jrow, se, mu, tol, max_iter, c, pA, IA, U, Lc, u, du, dpA, KI, Wk, Zk, L, C, l, tmp, lam, qdd,
-              acc):
+              acc, scratch):
     """proxPV (paper 002 Alg. 4): plain ABA sweeps, the PV backward sweep accumulating the
     Delassus matrix L₀ᴬ = Λ⁻¹ and l₀ (lines 5–11), the proximal iterations on the dual with
     one Cholesky of L₀ᴬ + I/μ (lines 12–15), then the roll-out with the constraint forces.
@@ -480,12 +496,12 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
     ni = it_row.shape[0]
     lam[:] = 0.0
     if not articulate_kernel(jint, armature, S, H, tau, kA, it_row[:0], np.zeros(n + 1, np.int64), lidx[:0], dof,
-                             sg, jrow[:0], kref, lam, 0.0, c, pA, IA, U, Lc, u):
+                             sg, jrow[:0], kref, lam, 0.0, c, pA, IA, U, Lc, u, scratch):
         return -1, np.inf
     _item_rows(kA, kB, it_row, it_side, KI)
     L[:, :] = 0.0
     l[:] = 0.0
-    y = np.empty(6)
+    y = scratch[3, 0]
     for i in range(n - 1, -1, -1):
         a0, b0 = lo[i], hi[i]
         if a0 == b0:
@@ -529,8 +545,8 @@ def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref,
     it, res = prox_dual_kernel(L, l, mu, tol, max_iter, C, tmp, lam)
     # lines 17–19: roll-out with the constraint forces −Kᵀλ
     _item_rows(kA, kB, it_row, it_side, KI)
-    force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA)
-    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, -1)
+    force_sweep_kernel(jint, S, U, Lc, KI, it_row, lptr, lidx, dof, sg, jrow, se, lam, u, du, dpA, y)
+    rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, -1, y)
     return it, res
 
 
@@ -617,7 +633,7 @@ class ConstrainedState(structref.StructRefProxy):
     (crosses the Python/numba boundary as one pointer, about 1 µs cheaper per 5 arrays than
     passing them): model (jint, jfloat, armature, gravity), constraint set (cb_*, dof, sg),
     rows and sweep workspaces (see `prepare_kernel`, `caba_kernel`), the proxPV items and
-    workspaces (`pv`, a tuple in the order of `pv_kernel`'s arguments)."""
+    workspaces (`pv`, a tuple in the order of `pv_kernel`'s arguments), scratch (4, 6, 6)."""
 
     def __new__(cls, *fields):
         return _new_constrained_state(*fields)
@@ -626,18 +642,18 @@ class ConstrainedState(structref.StructRefProxy):
 CONSTRAINED_STATE_FIELDS = (
     "jint", "jfloat", "armature", "gravity", "cb_kind", "cb_row", "cb_nrows", "cb_body", "cb_f", "dof", "sg",
     "oR", "op", "S", "H", "la", "lb", "kA", "kB", "vel", "c", "pA", "gk", "kref", "IA", "Lc", "U", "u", "du",
-    "dpA", "qprev", "e", "acc", "rows", "krow", "lptr", "lrow", "jrow", "se", "pv")
+    "dpA", "qprev", "e", "acc", "rows", "krow", "lptr", "lrow", "jrow", "se", "pv", "scratch")
 structref.define_proxy(ConstrainedState, ConstrainedStateType, list(CONSTRAINED_STATE_FIELDS))
 
 
 @njit(cache=True)
 def _new_constrained_state(jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, oR,
                            op, S, H, la, lb, kA, kB, vel, c, pA, gk, kref, IA, Lc, U, u, du, dpA, qprev, e, acc, rows,
-                           krow, lptr, lrow, jrow, se, pv):
+                           krow, lptr, lrow, jrow, se, pv, scratch):
     """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
     return ConstrainedState(jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, oR,
                             op, S, H, la, lb, kA, kB, vel, c, pA, gk, kref, IA, Lc, U, u, du, dpA, qprev, e, acc,
-                            rows, krow, lptr, lrow, jrow, se, pv)
+                            rows, krow, lptr, lrow, jrow, se, pv, scratch)
 
 
 # status codes of `constrained_solve_kernel`
@@ -662,18 +678,18 @@ def constrained_solve_kernel(st, method, q, v, tau, a_ref, mu, tol, max_iter, un
         return BAD_AREF, 0, np.inf
     prepare_kernel(st.jint, st.jfloat, st.gravity, q, v, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
                    st.dof, a_ref, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
-                   st.kref)
+                   st.kref, st.scratch)
     if method == 0:
         lam[:] = 0.0
         it, res = caba_kernel(st.jint, st.armature, st.gravity, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof,
                               st.sg, st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA,
-                              st.IA, st.U, st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, qdd, st.acc, lam)
+                              st.IA, st.U, st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, qdd, st.acc, lam, st.scratch)
     else:
         it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
         it, res = pv_kernel(st.jint, st.armature, st.gravity, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof,
                             st.sg, st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter,
                             st.c, st.pA, st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam,
-                            qdd, st.acc)
+                            qdd, st.acc, st.scratch)
     if it < 0:
         return SINGULAR, 0, np.inf
     for r in range(lam.shape[0]):
@@ -693,7 +709,7 @@ def impulse_solve_kernel(st, method, q, v_free, corr, mu, tol, max_iter, dv, lam
     # kinematics, rows K at q and link velocities at v_free (vel); then J v_free
     prepare_kernel(st.jint, st.jfloat, zero, q, v_free, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
                    st.dof, corr, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
-                   st.kref)
+                   st.kref, st.scratch)
     gather_kernel(st.rows, st.vel, v_free, st.e)
     for r in range(corr.shape[0]):
         st.kref[r] = -(st.e[r] + corr[r])
@@ -704,12 +720,13 @@ def impulse_solve_kernel(st, method, q, v_free, corr, mu, tol, max_iter, dv, lam
         lam[:] = 0.0
         it, res = caba_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof, st.sg,
                               st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA, st.IA, st.U,
-                              st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, dv, st.acc, lam)
+                              st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, dv, st.acc, lam, st.scratch)
     else:
         it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
         it, res = pv_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof, st.sg,
                             st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter, st.c, st.pA,
-                            st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam, dv, st.acc)
+                            st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam, dv, st.acc,
+                            st.scratch)
     if it < 0:
         return SINGULAR, 0, np.inf
     for r in range(lam.shape[0]):

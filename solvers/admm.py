@@ -57,6 +57,7 @@ from models.jitcache import drop_stale_cache
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
+from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
@@ -64,7 +65,7 @@ from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
-drop_stale_cache(__file__, [_dk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__, models.dynamics.__file__, models.kinematics.__file__,
+drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__, models.dynamics.__file__, models.kinematics.__file__,
                             models.spatial.__file__, models.joints.__file__])
 
 

@@ -44,7 +44,8 @@ from models.kinematics import kinematics_kernel
 from .constraints import as_constraint_set, rows_kernel
 from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
                                dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
-                               mf_factor, mf_matvec, mf_solve)
+                               mf_matvec)
+from .lcaba_kernels import mf_factor, mf_solve
 from .elimination import cached_elimination
 from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue
 

@@ -28,7 +28,8 @@ from numba import njit
 from numba.core import types
 from numba.experimental import structref
 
-from .delassus_kernels import Explicit, dense_factor, dense_solve, jt_minv_kernel, mf_factor, mf_matvec, mf_solve
+from .delassus_kernels import Explicit, dense_factor, dense_solve, jt_minv_kernel, mf_matvec
+from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
 
 

@@ -49,7 +49,7 @@ from models.kinematics import kinematics_kernel
 
 from .constraints import as_constraint_set
 from .delassus import _Rows
-from .delassus_kernels import damped_inertias_kernel
+from .lcaba_kernels import damped_inertias_kernel
 from .osim_kernels import OsimStructure, OsimWork, delassus_kernel, matrix_inversion_kernel
 
 __all__ = ["pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "OsimStructure"]

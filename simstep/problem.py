@@ -27,9 +27,12 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
-from solvers import ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus
+from solvers import (ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus,
+                     as_constraint_set)
 from solvers.opstate import max_eigenvalue
 from solvers.cones import ConeSet
+
+from .projection import closure_error_kernel
 
 WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
 
@@ -177,6 +180,10 @@ class ProblemAssembler:
         self.last_set = None     # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
         self.op = None           # the last operator (its arrays are reused by the next one)
         self._eig = None         # (graph key, rows, λ_max)
+        extra = sim.extra_constraints
+        # rows of the world's extra constraints (first in the tail), and whether any is a loop closure
+        self._extra_rows = sum(lc.nrows if isinstance(lc, LoopClosure) else 1 for lc in extra)
+        self._closure_rows = any(isinstance(lc, LoopClosure) for lc in extra)
 
     # ------------------------------------------------------------------ step protocol
     def snapshot(self):
@@ -242,7 +249,8 @@ class ProblemAssembler:
         """The step's `ConstraintSet` and `ConeSet`: contacts (cones), then loop closures (free
         rows), joint limits within reach (orthant) and joint friction (box). The part after the
         contacts is rebuilt only when the active limits change. Also returns the loop closures'
-        position errors and the active limits' (dof, gap)."""
+        position errors (the tail's rows, `simstep.projection.closure_error_kernel`; None without
+        loop closures) and the active limits' (dof, gap)."""
         sim = self.sim
         m, dt = sim.model, sim.dt
         limit_rows, limit_cons, active = [], [], _EMPTY_I
@@ -253,8 +261,6 @@ class ProblemAssembler:
             if active.size:
                 limit_rows = list(zip(self._lim_dof[active].tolist(), gap[active].tolist()))
                 limit_cons = [self._lim_name[i] for i in active]
-        extra_err = [self.loop_error(lc, data) if isinstance(lc, LoopClosure) else None
-                     for lc in sim.extra_constraints]
         sig = active.tobytes()
         if self.tail is None or self.tail[0] != sig:
             cones, cons = ConeSet(), list(sim.extra_constraints)
@@ -273,6 +279,10 @@ class ProblemAssembler:
                 cones.add("box", 1, m.friction[dof] * dt)
             self.tail = (sig, ConstraintSet(m, cons), cones)
         tail, tail_cones = self.tail[1], self.tail[2]
+        extra_err = None
+        if self._closure_rows:     # position errors of the loop closures (rows of the other kinds stay 0)
+            extra_err = np.zeros(tail.m)
+            closure_error_kernel(tail.cb_kind, tail.cb_row, tail.cb_body, tail.cb_f, data.oR, data.op, extra_err)
         if not k:
             return tail, tail_cones, extra_err, limit_rows
         last = self.last_set
@@ -301,12 +311,10 @@ class ProblemAssembler:
             contact_targets_kernel(c.distance, sim.contact_slop, v_pre, e, dt, erp, vmax,
                                    sim.restitution_threshold, g)
         row = 3 * k
-        for e in extra_err:
-            if e is None:
-                row += 1
-                continue
-            g[row:row + e.shape[0]] += np.clip(erp * e / dt, -vmax, vmax)
-            row += e.shape[0]
+        if extra_err is not None:
+            n = self._extra_rows
+            g[row:row + n] += np.clip(erp * extra_err[:n] / dt, -vmax, vmax)
+        row += self._extra_rows
         for dof, gap in limit_rows:
             gap = dead_band(gap, sim.contact_slop)
             g[row] += gap / dt if gap > 0 else max(erp * gap / dt, -vmax)
@@ -342,20 +350,9 @@ class ProblemAssembler:
 
     def loop_error(self, closure, data):
         """Position error of a `LoopClosure` (3 or 6 rows: m, then rad for a weld's rotation
-        vector) in its row axes, at data's placements."""
-        world = self.sim.world
-        (b1, R1, p1), (b2, R2, p2) = world.body_frame(closure.body1), world.body_frame(closure.body2)
-
-        def frame(b, Rb, pb, placement):
-            pos, rot = placement
-            Ro, po = (np.eye(3), np.zeros(3)) if b < 0 else (data.oR[b], data.op[b])
-            return Ro @ (Rb @ pos + pb) + po, Ro @ Rb @ rot
-
-        x1, F1 = frame(b1, R1, p1, closure.placement1)
-        x2, F2 = frame(b2, R2, p2, closure.placement2)
-        e = F1.T @ (x1 - x2)
-        if closure.kind == "point":
-            return e
-        Re = F2.T @ F1     # rotation error, as a rotation vector in frame 1
-        w = np.array([Re[2, 1] - Re[1, 2], Re[0, 2] - Re[2, 0], Re[1, 0] - Re[0, 1]]) * 0.5
-        return np.concatenate([e, w])
+        vector) in its row axes, at data's placements (`simstep.projection.closure_error_kernel`,
+        which also gives the step's errors)."""
+        cs = as_constraint_set(self.sim.model, [closure])
+        e = np.zeros(cs.m)
+        closure_error_kernel(cs.cb_kind, cs.cb_row, cs.cb_body, cs.cb_f, data.oR, data.op, e)
+        return e

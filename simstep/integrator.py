@@ -30,6 +30,7 @@ from numba import njit
 import models
 from models.jitcache import drop_stale_cache
 from models.joints import FREE, SPHERICAL, joint_integrate
+from models.layout import JI_IQ, JI_IV, JI_NQ, JI_TYPE
 
 drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__])
 
@@ -153,19 +154,19 @@ def _single_body(I, Iinv, m, c, g_body, F, Mo, w, u, h, out):
 def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf):
     """Rewrite ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place.
 
-    kind[i] = 1 (a free body without children): its whole free velocity from `_single_body`
+    kind[i] = FREE_BODY (a free body without children): its whole free velocity from `_single_body`
     (tau its body wrench about the origin, fext (n, 6) world force and moment about the world
     origin, oR/op the placements at q); any other free joint: + h ω × v on the linear part
-    (world-aligned update); kind[i] = 2 (a spherical joint to the world, no children): the
+    (world-aligned update); kind[i] = PIVOT_BODY (a spherical joint to the world, no children): the
     implicit momentum transport of ω about the pivot instead of ABA's explicit gyroscopic term.
-    inertia (n, 3, 3) about the CoM (kind 1) or the pivot (kind 2), inertia_inv their inverses.
+    inertia (n, 3, 3) about the CoM or the pivot, inertia_inv their inverses.
     Returns the number of Newton solves that did not converge."""
     fails = 0
     out = np.empty(6)
     grav = (gravity[0], gravity[1], gravity[2])
     for i in range(jint.shape[0]):
-        jt, iv = jint[i, 1], jint[i, 3]
-        if kind[i] == 1:
+        jt, iv = jint[i, JI_TYPE], jint[i, JI_IV]
+        if kind[i] == FREE_BODY:
             R = oR[i]
             f = (fext[i, 0], fext[i, 1], fext[i, 2])
             pf = _cross((op[i, 0], op[i, 1], op[i, 2]), f)
@@ -183,7 +184,7 @@ def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, o
             vf[iv] += h * (wy * uz - wz * uy)
             vf[iv + 1] += h * (wz * ux - wx * uz)
             vf[iv + 2] += h * (wx * uy - wy * ux)
-        elif kind[i] == 2:
+        elif kind[i] == PIVOT_BODY:
             I = inertia[i]
             w = (v[iv], v[iv + 1], v[iv + 2])
             Iw = _mul(I, w)
@@ -207,7 +208,7 @@ def advance_kernel(jint, q, v, h, q_out, v_out):
     Returns whether every entry of q_out and v_out is finite."""
     v_out[:] = v
     for i in range(jint.shape[0]):
-        jt, iq, iv, nqi = jint[i, 1], jint[i, 2], jint[i, 3], jint[i, 4]
+        jt, iq, iv, nqi = jint[i, JI_TYPE], jint[i, JI_IQ], jint[i, JI_IV], jint[i, JI_NQ]
         if nqi > 0:
             joint_integrate(jt, q, iq, v, iv, h, q_out)
         if jt != FREE:
@@ -229,10 +230,15 @@ def advance_kernel(jint, q, v, h, q_out, v_out):
     return np.isfinite(acc)      # a sum is finite iff every term is (or an overflow: as bad)
 
 
+# `body_kinds`: how `free_velocity_kernel` treats each body
+ARTICULATED, FREE_BODY, PIVOT_BODY = 0, 1, 2
+
+
 def body_kinds(model):
-    """(kind (n,) int, inertia (n, 3, 3), its inverse where kind > 0) for `free_velocity_kernel`: 1 for a free body without
-    children, 2 for a childless body on a spherical joint to the world (no armature on their
-    dofs, positive mass), else 0; inertia about the CoM, or for kind 2 about the pivot,
+    """(kind (n,) int, inertia (n, 3, 3), its inverse where kind > 0) for `free_velocity_kernel`:
+    FREE_BODY for a free body without children, PIVOT_BODY for a childless body on a spherical
+    joint to the world (no armature on their dofs, positive mass), else ARTICULATED; inertia
+    about the CoM, or for PIVOT_BODY about the pivot,
     I_c + m(|c|²E − c cᵀ)."""
     n = model.nbodies
     has_child = np.zeros(n, bool)
@@ -246,11 +252,11 @@ def body_kinds(model):
         if has_child[i] or model.mass[i] <= 0 or np.any(model.armature[iv:iv + nv]):
             continue
         if jt == FREE:
-            kind[i] = 1
+            kind[i] = FREE_BODY
         elif jt == SPHERICAL and model.parent[i] < 0:
             c, m = model.com[i], model.mass[i]
             inertia[i] = inertia[i] + m * ((c @ c) * np.eye(3) - np.outer(c, c))
-            kind[i] = 2
+            kind[i] = PIVOT_BODY
     inv = np.zeros_like(inertia)
     for i in np.flatnonzero(kind):
         inv[i] = np.linalg.inv(inertia[i])

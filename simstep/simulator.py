@@ -37,7 +37,7 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .bilateral_step import BilateralStep
-from .integrator import advance_kernel, body_kinds, free_velocity_kernel
+from .integrator import FREE_BODY, advance_kernel, body_kinds, free_velocity_kernel
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
@@ -177,7 +177,7 @@ class Simulator:
         self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
         self._body_kind, self._body_inertia, self._body_inertia_inv = body_kinds(self.model)
-        self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == 1))
+        self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == FREE_BODY))
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_tau = np.zeros(self.model.nv)

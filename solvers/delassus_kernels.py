@@ -19,6 +19,7 @@ import models.spatial
 from models.dynamics import cholesky_solve, minv_kernel
 from models.jitcache import drop_stale_cache
 from models.kinematics import velocity_kernel
+from models.layout import JI_IV, JI_NV, JI_PARENT
 
 
 # several kernels here compile in `models` kernels (minv_kernel, velocity_kernel and helpers)
@@ -141,7 +142,7 @@ def jt_apply_kernel(jint, S, rows, x, fext, tau):
     τᵢ += Sᵢᵀ fᵢ, f_λ(i) += fᵢ (lines 7–10)."""
     scatter_kernel(rows, x, fext, tau)
     for i in range(jint.shape[0] - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for k in range(iv, iv + nvi):
             s = 0.0
             for c in range(6):
@@ -171,13 +172,13 @@ def dense_jacobian_kernel(jint, S, la, lb, kA, kB, dof, sg, J):
         for side in range(2):
             i = la[r] if side == 0 else lb[r]
             while i >= 0:
-                iv, nvi = jint[i, 3], jint[i, 5]
+                iv, nvi = jint[i, JI_IV], jint[i, JI_NV]
                 for kcol in range(iv, iv + nvi):
                     s = 0.0
                     for c in range(6):
                         s += (kA[r, c] if side == 0 else kB[r, c]) * S[c, kcol]
                     J[r, kcol] += s
-                i = jint[i, 0]
+                i = jint[i, JI_PARENT]
 
 
 # --------------------------------------------------------------------------- operator entry points

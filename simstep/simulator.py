@@ -215,7 +215,8 @@ class Simulator:
         """Loop closures projected at position level after integration; stats into st."""
         t0 = time.perf_counter()
         r = project_loop_closures(self.model, q, self._closure_set, tol=self.projection_tol,
-                                  max_iter=self.projection_max_iter, damping=self._proj_damping, data=self._proj_data)
+                                  max_iter=self.projection_max_iter, damping=self._proj_damping, data=self._proj_data,
+                                  structures=self.assembler.structures)
         self._proj_damping = r.damping
         st.projection_iterations, st.projection_residual = r.iterations, r.residual
         st.time_projection = time.perf_counter() - t0

@@ -46,31 +46,9 @@ from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geo
                                dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
                                mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
-from .elimination import cached_elimination
+from .elimination import StructureCache
 from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue
 
-_FREE = models.FREE
-
-
-def _free_roots(model, dof):
-    """(n,) int64: 1 for free-flyer roots with no joint rows or armature on their dofs (LCABA
-    eliminates them in link coordinates); depends on the model and the joint rows only."""
-    key = dof[dof >= 0].tobytes()
-    cache = model.__dict__.setdefault("_free_roots_cache", {})
-    use_a = cache.get(key)
-    if use_a is None:
-        use_a = (model.jtype == _FREE) & (model.parent < 0)
-        if np.any(use_a):
-            has_rows = np.zeros(model.nv, bool)
-            has_rows[dof[dof >= 0]] = True
-            has_rows |= model.armature != 0
-            for i in np.flatnonzero(use_a):
-                if has_rows[model.idx_v[i]:model.idx_v[i] + 6].any():
-                    use_a[i] = False
-        use_a = cache[key] = use_a.astype(np.int64)
-        if len(cache) > 64:
-            cache.pop(next(iter(cache)))
-    return use_a
 
 
 class _Rows:
@@ -163,11 +141,18 @@ class MatrixFreeDelassus(_Rows):
     e.g. every box touching every other) O(n + n²) blocks.
     """
 
-    def __init__(self, model, q, constraints, data=None, damping=None, reuse=None):
+    def __init__(self, model, q, constraints, data=None, damping=None, reuse=None, structures=None):
         """reuse: a previous operator of the same model that will not be used again (a
         simulator's last step); its factor and workspace arrays are taken over when the
-        constraint graph and the number of rows are the same (saves ~20 allocations)."""
+        constraint graph and the number of rows are the same (saves ~20 allocations).
+        structures: a `solvers.elimination.StructureCache` of the model, to share elimination
+        orders between operators (default: reuse's, else a new one)."""
         super().__init__(model, q, constraints, data, matrix_free=True)
+        if structures is None:
+            structures = reuse.structures if reuse is not None and reuse.model is model else StructureCache(model)
+        elif structures.model is not model:
+            raise ValueError("structures (StructureCache) was built for another model")
+        self.structures = structures
         self._ws = None
         self._st = None
         self._fac = None
@@ -252,17 +237,11 @@ class MatrixFreeDelassus(_Rows):
 
     # ------------------------------------------------------------------ Λ_R
     def _structure(self):
-        """Per-constraint-graph data, cached on the ConstraintSet: elimination order, slot of
-        each constraint block's coupling, free roots eliminated in link coordinates; then the
-        per-q factor storage `fac` (see `delassus_kernels`)."""
+        """Per-constraint-graph data from `self.structures` (`StructureCache.lcaba`: elimination
+        order, slot of each constraint block's coupling, free roots eliminated in link
+        coordinates); then the per-q factor storage `fac` (see `delassus_kernels`)."""
         model, cs = self.model, self.cs
-        st = getattr(cs, "_lcaba", None)
-        if st is None:
-            pairs = cs.coupling_pairs()
-            el = cached_elimination(model, cs.graph_key()[1], pairs)
-            cb_slot = cs.cb_slot
-            use_a = _free_roots(model, cs.dof)
-            st = cs._lcaba = (el, cb_slot, use_a)
+        st = self.structures.lcaba(cs)
         el, cb_slot, use_a = st
         n = model.nbodies
         self._st = st

@@ -15,11 +15,13 @@ The result depends only on the model's tree and the set of coupled pairs, so it 
 from __future__ import annotations
 
 import heapq
-import weakref
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from models.joints import FREE
 
 
 @dataclass
@@ -330,16 +332,53 @@ def elimination_order_fast(parent, nvs, pairs):
     return Elimination(order, parent[order], nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr,
                        slot_pair.shape[0], ninit, slot_pair, slot_pair.shape[0] - ninit)
 
-_CACHE = weakref.WeakKeyDictionary()   # model -> {pairs bytes: Elimination}
-_CACHE_MAX = 256
+LcabaStructure = namedtuple("LcabaStructure", "elimination cb_slot use_a")
+"""What LCABA needs of a constraint set besides its rows: the `Elimination`, each constraint
+block's coupling slot (`ConstraintSet.cb_slot`) and the free roots eliminated in link
+coordinates (`free_roots`)."""
 
 
-def cached_elimination(model, key_bytes, pairs):
-    """`elimination_order` for this model and coupling pairs, cached per constraint graph."""
-    per = _CACHE.setdefault(model, {})
-    el = per.get(key_bytes)
-    if el is None:
-        if len(per) >= _CACHE_MAX:
-            per.pop(next(iter(per)))
-        el = per[key_bytes] = elimination_order_fast(model.parent, model.nvs, pairs)
-    return el
+def free_roots(model, dof):
+    """(n,) int64: 1 for free-flyer roots with no joint rows (dof: the rows' dofs, -1 for link
+    rows) or armature on their dofs (LCABA eliminates them in link coordinates)."""
+    use_a = (model.jtype == FREE) & (model.parent < 0)
+    if np.any(use_a):
+        has_rows = np.zeros(model.nv, bool)
+        has_rows[dof[dof >= 0]] = True
+        has_rows |= model.armature != 0
+        for i in np.flatnonzero(use_a):
+            if has_rows[model.idx_v[i]:model.idx_v[i] + 6].any():
+                use_a[i] = False
+    return use_a.astype(np.int64)
+
+
+class StructureCache:
+    """LCABA's structure per constraint graph of one model: eliminations by coupling graph and
+    free-root flags by joint rows, at most `capacity` of each (the oldest dropped). Owned by
+    whoever builds operators repeatedly and passed as ``MatrixFreeDelassus(...,
+    structures=...)``: a simulator's `simstep.problem.ProblemAssembler`, the loop-closure
+    projection, a benchmark; an operator built without one (and without ``reuse``) makes its
+    own, so nothing is cached behind the caller's back."""
+
+    def __init__(self, model, capacity=256):
+        self.model, self.capacity = model, int(capacity)
+        self._elim, self._roots = {}, {}
+
+    def lcaba(self, cs):
+        """`LcabaStructure` of the `ConstraintSet` cs (of this cache's model)."""
+        if cs.model is not self.model:
+            raise ValueError("the constraint set was built for another model")
+        pairs = cs.coupling_pairs()
+        el = self._get(self._elim, cs.graph_key()[1],
+                       lambda: elimination_order_fast(self.model.parent, self.model.nvs, pairs))
+        dof = cs.dof
+        use_a = self._get(self._roots, dof[dof >= 0].tobytes(), lambda: free_roots(self.model, dof))
+        return LcabaStructure(el, cs.cb_slot, use_a)
+
+    def _get(self, table, key, make):
+        value = table.get(key)
+        if value is None:
+            if len(table) >= self.capacity:
+                table.pop(next(iter(table)))
+            value = table[key] = make()
+        return value

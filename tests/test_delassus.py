@@ -421,11 +421,19 @@ def test_update_damping_reuses_structure():
         assert fac[11][0] == 1      # unit sums Σ KᵀK computed once, then rescaled
         b = rng.normal(size=F.m)
         assert rel(F.solve(b), X.solve(d, b)) <= TOL
-    # the elimination order is cached per constraint graph: a new operator at another q reuses it
+    # the elimination order is kept per constraint graph by the caller's StructureCache: a new
+    # operator at another q reuses it; one built without a cache computes its own
+    from solvers.elimination import StructureCache
     cs = ConstraintSet(model, cons)
-    F1 = MatrixFreeDelassus(model, q, cs, damping=1.0)
-    F2 = MatrixFreeDelassus(model, model.random_configuration(rng), cs, damping=1.0)
+    sc = StructureCache(model)
+    F1 = MatrixFreeDelassus(model, q, cs, damping=1.0, structures=sc)
+    F2 = MatrixFreeDelassus(model, model.random_configuration(rng), cs, damping=1.0, structures=sc)
     assert F1.elimination is F2.elimination
+    F3 = MatrixFreeDelassus(model, q, cs, damping=1.0)
+    assert F3.elimination is not F1.elimination
+    assert np.array_equal(F3.elimination.order, F1.elimination.order)
+    with pytest.raises(ValueError, match="another model"):
+        MatrixFreeDelassus(model, q, cs, structures=StructureCache(random_forest(rng, 3, nroots=1)))
 
 
 def test_operator_from_precomputed_data():

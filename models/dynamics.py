@@ -312,7 +312,7 @@ def joint_torque_into(S, iv, nvi, tau, f, u, o):
 
 @njit(cache=True, inline="always")
 def joint_accel_into(S, iv, nvi, a_par, x, o, a):
-    """a = a_λ(i) + Sᵢ x[o:o+nvi] (paper 000 Alg. 2 line 10, Alg. 4 line 38): the link
+    """a = a_λ(i) + Sᵢ x[o:o+nvi] (paper 000 Alg. 2 line 10): the link
     acceleration from its parent's a_par (6,) and the joint accelerations; a (6,) may be a_par."""
     for r in range(6):
         t = a_par[r]

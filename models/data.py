@@ -5,7 +5,9 @@ placements, world motion subspaces, inertias and the bias-free articulated facto
 (U, D⁻¹) that the simulator and the Delassus operators reuse for every M⁻¹ application.
 
 Its arrays cross into numba as one `DataState` (a structref with named fields, one pointer to
-unbox per call, where a tuple or named tuple of arrays costs an unboxing per array).
+unbox per call, where a tuple or named tuple of arrays costs an unboxing per array) where that
+is cheaper: `compute` (kinematics and factor in one call). The sweeps at q take a few named
+arrays directly: a structref's unboxing (about 0.4 µs) costs more than their 7–9 arrays.
 """
 import numpy as np
 from numba import njit
@@ -57,20 +59,6 @@ def compute_kernel(jint, jfloat, armature, q, d, refactor):
     return aba_factor_kernel(jint, armature, d.S, d.H, d.IA, d.U, d.Dinv)
 
 
-@njit(cache=True)
-def free_acceleration_kernel(jint, gravity, d, v, tau, fext, out):
-    """out = ABA q̈ (nv,) on d's cached factor (`aba_bias_kernel`); d.acc ends as the body
-    accelerations."""
-    aba_bias_kernel(jint, gravity, d.S, d.H, d.IA, d.U, d.Dinv, v, tau, fext, out, d.vel, d.acc, d.pA)
-
-
-@njit(cache=True)
-def minv_state_kernel(jint, d, tau, fext, out):
-    """out = M⁻¹ (τ + Σ Jᵀ fext) (nv,) on d's cached factor (`minv_kernel`); d.acc ends as the
-    body accelerations."""
-    minv_kernel(jint, d.S, d.U, d.Dinv, tau, fext, out, d.acc, d.pA)
-
-
 class Data:
     """Workspace for one `Model`. Call `compute(q)` once per configuration, then reuse."""
 
@@ -116,14 +104,16 @@ class Data:
         inertias (no kinematics, no factorisation); v, tau (nv,), fext (n, 6) world, trusted
         (the simulator's validated state). Writes and returns out (nv,)."""
         m = self.model
-        free_acceleration_kernel(m.jint, m.gravity, self.state, v, tau, fext, out)
+        aba_bias_kernel(m.jint, m.gravity, self.S, self.H, self.IA, self.U, self.Dinv, v, tau, fext, out,
+                        self.vel, self.acc, self._pA)
         return out
 
     def minv(self, tau, fext=None, out=None):
         """M⁻¹ (τ + Σ Jᵀ fext) at the computed q, O(n), no matrix formed. fext (n, 6) world."""
         m = self.model
         out = np.empty(m.nv) if out is None else out
-        minv_state_kernel(m.jint, self.state, np.asarray(tau, float), m.zero_fext if fext is None else fext, out)
+        minv_kernel(m.jint, self.S, self.U, self.Dinv, np.asarray(tau, float), m.zero_fext if fext is None else fext,
+                    out, self.acc, self._pA)
         return out
 
     def body_velocities(self, v):

@@ -3,11 +3,60 @@
 As in Pinocchio, `Model` is static and `Data` holds everything computed at a given q:
 placements, world motion subspaces, inertias and the bias-free articulated factorisation
 (U, D⁻¹) that the simulator and the Delassus operators reuse for every M⁻¹ application.
+
+Its arrays cross into numba as one `DataState` (a structref with named fields, one pointer to
+unbox per call, where a tuple or named tuple of arrays costs an unboxing per array) where that
+is cheaper: `compute` (kinematics and factor in one call). The sweeps at q take a few named
+arrays directly: a structref's unboxing (about 0.4 µs) costs more than their 7–9 arrays.
 """
 import numpy as np
+from numba import njit
+from numba.core import types
+from numba.experimental import structref
 
+from . import dynamics, joints, kinematics, spatial
 from .dynamics import aba_bias_kernel, aba_factor_kernel, aba_refactor_kernel, minv_kernel
+from .jitcache import drop_stale_cache
 from .kinematics import kinematics_kernel, velocity_kernel
+from .layout import JI_PARENT
+
+# the kernels below compile in kernels of these modules
+drop_stale_cache(__file__, [dynamics.__file__, kinematics.__file__, spatial.__file__, joints.__file__])
+
+_FIELDS = ("oR", "op", "S", "H", "IA", "U", "Dinv", "vel", "acc", "pA", "leaf")
+
+
+@structref.register
+class DataStateType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class DataState(structref.StructRefProxy):
+    """The arrays of one `Data`, by name (shapes in `Data`); it references them, never copies."""
+
+    def __new__(cls, *arrays):
+        return _new_state(*arrays)
+
+
+structref.define_proxy(DataState, DataStateType, list(_FIELDS))
+
+
+@njit(cache=True)
+def _new_state(oR, op, S, H, IA, U, Dinv, vel, acc, pA, leaf):
+    """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
+    return DataState(oR, op, S, H, IA, U, Dinv, vel, acc, pA, leaf)
+
+
+@njit(cache=True)
+def compute_kernel(jint, jfloat, armature, q, d, refactor):
+    """Kinematics (oR, op, S, H) and the bias-free articulated factor (Iᴬ, U, D⁻¹) of d at q:
+    `kinematics_kernel`, then `aba_refactor_kernel` (keeping the leaves' D⁻¹) if `refactor`,
+    else `aba_factor_kernel`. Returns False if some D is not positive definite."""
+    kinematics_kernel(jint, jfloat, q, d.oR, d.op, d.S, d.H)
+    if refactor:
+        return aba_refactor_kernel(jint, armature, d.S, d.H, d.IA, d.U, d.Dinv, d.leaf)
+    return aba_factor_kernel(jint, armature, d.S, d.H, d.IA, d.U, d.Dinv)
 
 
 class Data:
@@ -24,16 +73,17 @@ class Data:
         self.IA = np.zeros((n, 6, 6))   # articulated inertias (no constraints)
         self.U = np.zeros((6, nv))      # U = Iᴬ S
         self.Dinv = np.zeros((n, 6, 6))  # D⁻¹ per body (top-left nvᵢ × nvᵢ)
-        self.acc = np.zeros((n, 6))
-        self.vel = np.zeros((n, 6))
-        self._pA = np.zeros((n, 6))
-        self._fzero = np.zeros((n, 6))
-        self._u = np.zeros(nv)
+        self.acc = np.zeros((n, 6))     # body accelerations of the last sweep
+        self.vel = np.zeros((n, 6))     # body velocities of the last sweep
+        self._pA = np.zeros((n, 6))     # link forces (sweep workspace)
         # bodies without children: their D⁻¹ does not depend on q (`aba_refactor_kernel`), so
         # it is kept once a factorisation has succeeded
         self._leaf = np.ones(n, np.bool_)
-        self._leaf[model.jint[:, 0][model.jint[:, 0] >= 0]] = False
+        parent = model.jint[:, JI_PARENT]
+        self._leaf[parent[parent >= 0]] = False
         self._factored = False
+        self.state = DataState(self.oR, self.op, self.S, self.H, self.IA, self.U, self.Dinv, self.vel, self.acc,
+                               self._pA, self._leaf)
 
     def compute(self, q):
         """Kinematics, world S and H, and the articulated factorisation at q (O(n))."""
@@ -43,12 +93,7 @@ class Data:
         """`compute` on a q already checked (the simulator's integrated state); keeps q."""
         m = self.model
         self.q = q
-        kinematics_kernel(m.jint, m.jfloat, self.q, self.oR, self.op, self.S, self.H)
-        if self._factored:
-            ok = aba_refactor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv, self._leaf)
-        else:
-            ok = aba_factor_kernel(m.jint, m.armature, self.S, self.H, self.IA, self.U, self.Dinv)
-        if not ok:
+        if not compute_kernel(m.jint, m.jfloat, m.armature, q, self.state, self._factored):
             self._factored = False
             raise m.singular_mass_matrix_error(self.op)
         self._factored = True
@@ -60,15 +105,15 @@ class Data:
         (the simulator's validated state). Writes and returns out (nv,)."""
         m = self.model
         aba_bias_kernel(m.jint, m.gravity, self.S, self.H, self.IA, self.U, self.Dinv, v, tau, fext, out,
-                        self.vel, self.acc, self._pA, self._u)
+                        self.vel, self.acc, self._pA)
         return out
 
     def minv(self, tau, fext=None, out=None):
         """M⁻¹ (τ + Σ Jᵀ fext) at the computed q, O(n), no matrix formed. fext (n, 6) world."""
         m = self.model
         out = np.empty(m.nv) if out is None else out
-        minv_kernel(m.jint, self.S, self.U, self.Dinv, np.asarray(tau, float),
-                    self._fzero if fext is None else fext, out, self.acc, self._pA)
+        minv_kernel(m.jint, self.S, self.U, self.Dinv, np.asarray(tau, float), m.zero_fext if fext is None else fext,
+                    out, self.acc, self._pA)
         return out
 
     def body_velocities(self, v):

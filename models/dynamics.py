@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from .kinematics import all_finite, fk_kernel, kinematics_kernel, q_status_kernel
+from .layout import JI_IV, JI_NV, JI_PARENT
 from .spatial import crf, crm
 
 _JIT = dict(cache=True)
@@ -165,7 +166,7 @@ def rnea_kernel(jint, jfloat, armature, gravity, q, v, a, fext, tau):
     vel, acc, f = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
     vJ, cJ, h = np.empty(6), np.empty(6), np.empty(6)
     for i in range(n):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):
             x, y = 0.0, 0.0
             for k in range(iv, iv + nvi):
@@ -187,7 +188,7 @@ def rnea_kernel(jint, jfloat, armature, gravity, q, v, a, fext, tau):
         for r in range(6):
             f[i, r] -= fext[i, r]
     for i in range(n - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for k in range(iv, iv + nvi):
             tau[k] = _dot_col(S, k, f[i]) + armature[k] * a[k]
         if par >= 0:
@@ -210,16 +211,16 @@ def crba_kernel(jint, jfloat, armature, q, M):
     M[:, :] = 0.0
     F = np.empty(6)
     for i in range(n - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for k in range(iv, iv + nvi):
             _composite_force(Hc, S, i, k, F)
             j = i
             while j >= 0:
-                for l in range(jint[j, 3], jint[j, 3] + jint[j, 5]):
+                for l in range(jint[j, JI_IV], jint[j, JI_IV] + jint[j, JI_NV]):
                     val = _dot_col(S, l, F)
                     M[l, k] = val
                     M[k, l] = val
-                j = jint[j, 0]
+                j = jint[j, JI_PARENT]
             M[k, k] += armature[k]
         _add_to_parent(Hc, i, par)
     return OK
@@ -234,7 +235,7 @@ def crba_diagonal_kernel(jint, jfloat, armature, q, d):
     kinematics_kernel(jint, jfloat, q, oR, op, S, Hc)
     F = np.empty(6)
     for i in range(n - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for k in range(iv, iv + nvi):
             _composite_force(Hc, S, i, k, F)
             d[k] = _dot_col(S, k, F) + armature[k]
@@ -282,7 +283,7 @@ def aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
     IA[:, :, :] = H
     ok = True
     for i in range(n - 1, -1, -1):
-        ok &= _articulate(i, jint[i, 0], jint[i, 3], jint[i, 5], S, armature, IA, U, Dinv, D, False)
+        ok &= _articulate(i, jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV], S, armature, IA, U, Dinv, D, False)
     return ok
 
 
@@ -296,55 +297,102 @@ def aba_refactor_kernel(jint, armature, S, H, IA, U, Dinv, leaf):
     IA[:, :, :] = H
     ok = True
     for i in range(n - 1, -1, -1):
-        ok &= _articulate(i, jint[i, 0], jint[i, 3], jint[i, 5], S, armature, IA, U, Dinv, D, leaf[i])
+        ok &= _articulate(i, jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV], S, armature, IA, U, Dinv, D, leaf[i])
     return ok
+
+
+@njit(cache=True, inline="always")
+def joint_torque_into(S, iv, nvi, tau, f, u, o):
+    """u[o+k] = τ[iv+k] + S[:, iv+k]ᵀ f for the nvᵢ dofs k of one joint: the net joint torque of
+    ABA's backward sweep (paper 000 Alg. 2 line 3 and Alg. 4 line 14, there written with the
+    bias force −f). f (6,) world force on the link."""
+    for k in range(nvi):
+        u[o + k] = tau[iv + k] + _dot_col(S, iv + k, f)
+
+
+@njit(cache=True, inline="always")
+def joint_accel_into(S, iv, nvi, a_par, x, o, a):
+    """a = a_λ(i) + Sᵢ x[o:o+nvi] (paper 000 Alg. 2 line 10): the link
+    acceleration from its parent's a_par (6,) and the joint accelerations; a (6,) may be a_par."""
+    for r in range(6):
+        t = a_par[r]
+        for k in range(nvi):
+            t += S[r, iv + k] * x[o + k]
+        a[r] = t
+
+
+def _make_dinv_sweeps(bias):
+    """ABA's two D⁻¹u sweeps, with (`bias`) or without the velocity-product terms; `bias` is a
+    constant of the compiled code, so the bias-free sweeps carry no trace of it."""
+
+    @njit(cache=True, inline="always")
+    def sweeps(jint, S, IA, U, Dinv, tau, f, c, a0, qdd, acc):
+        n = jint.shape[0]
+        h, w, y, a = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+        for i in range(n - 1, -1, -1):
+            par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
+            joint_torque_into(S, iv, nvi, tau, f[i], qdd, iv)       # u, kept in q̈ until the forward sweep
+            if par >= 0:
+                if bias:
+                    _mv6(IA[i], c[i], h)
+                    for k in range(nvi):
+                        w[k] = qdd[iv + k] - _dot_col(U, iv + k, c[i])
+                else:
+                    for k in range(nvi):
+                        w[k] = qdd[iv + k]
+                for k in range(nvi):      # (written out: a helper for D⁻¹ w compiles slower here)
+                    t = 0.0
+                    for l in range(nvi):
+                        t += Dinv[i, k, l] * w[l]
+                    y[k] = t
+                for r in range(6):
+                    t = f[i, r] - h[r] if bias else f[i, r]
+                    for k in range(nvi):
+                        t -= U[r, iv + k] * y[k]
+                    f[par, r] += t
+        for i in range(n):
+            par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
+            for r in range(6):
+                t = acc[par, r] if par >= 0 else a0[r]
+                a[r] = t + c[i, r] if bias else t
+            for k in range(nvi):
+                w[k] = qdd[iv + k] - _dot_col(U, iv + k, a)
+            for k in range(nvi):
+                t = 0.0
+                for l in range(nvi):
+                    t += Dinv[i, k, l] * w[l]
+                qdd[iv + k] = t
+            joint_accel_into(S, iv, nvi, a, qdd, iv, acc[i])
+
+    sweeps.__doc__ = """ABA's two D⁻¹u sweeps on the factor of `aba_factor_kernel` (Featherstone
+    Table 7.1, its second and third loops; paper 000 Alg. 2 lines 2–10, with the bias terms
+    of Eq. 2a in `dinv_bias_sweeps`):
+
+      backward  uᵢ = τᵢ + Sᵢᵀ fᵢ,  f_λ(i) += fᵢ − Iᴬᵢ cᵢ − Uᵢ D⁻¹ᵢ (uᵢ − Uᵢᵀ cᵢ)
+      forward   aᵢ = a_λ(i) + cᵢ (a₀ + cᵢ at a root),  q̈ᵢ = D⁻¹ᵢ (uᵢ − Uᵢᵀ aᵢ),  aᵢ += Sᵢ q̈ᵢ
+
+    f (n, 6): world forces on the links, −pᴬ (consumed); c (n, 6) bias accelerations
+    vᵢ × Sᵢ q̇ᵢ and IA (n, 6, 6) articulated inertias, read by `dinv_bias_sweeps` only (in
+    `dinv_sweeps` c = 0 and any arrays of these shapes do); a0 (6,) the base acceleration.
+    Writes q̈ (nv,) and the body accelerations acc (n, 6), which may be c itself."""
+    return sweeps
+
+
+dinv_sweeps = _make_dinv_sweeps(False)
+dinv_bias_sweeps = _make_dinv_sweeps(True)
 
 
 @njit(**_JIT)
 def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
-    """q̈ = M⁻¹ (τ + Σᵢ Jᵢᵀ fextᵢ) by the bias-free ABA sweeps on cached U, D⁻¹
+    """q̈ = M⁻¹ (τ + Σᵢ Jᵢᵀ fextᵢ) by the bias-free ABA sweeps (`dinv_sweeps`) on cached U, D⁻¹
     (paper 000 Alg. 2; with fext from constraints this is Alg. 1–2 merged, Sec. IV-D).
 
     fext (n, 6) world forces on bodies; outputs q̈ (nv,) and body accelerations acc (n, 6).
-    pA (n, 6) is workspace."""
-    n = jint.shape[0]
-    u = np.empty(6)
-    w = np.empty(6)
-    for i in range(n):
+    pA (n, 6) is workspace (the link forces)."""
+    for i in range(jint.shape[0]):
         for r in range(6):
-            pA[i, r] = -fext[i, r]
-    for i in range(n - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        for k in range(nvi):
-            u[k] = tau[iv + k] - _dot_col(S, iv + k, pA[i])
-        for k in range(nvi):
-            t = 0.0
-            for l in range(nvi):
-                t += Dinv[i, k, l] * u[l]
-            w[k] = t
-            qdd[iv + k] = u[k]  # keep u for the forward pass
-        if par >= 0:
-            for r in range(6):
-                t = pA[i, r]
-                for k in range(nvi):
-                    t += U[r, iv + k] * w[k]
-                pA[par, r] += t
-    for i in range(n):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        for r in range(6):
-            acc[i, r] = acc[par, r] if par >= 0 else 0.0
-        for k in range(nvi):
-            u[k] = qdd[iv + k] - _dot_col(U, iv + k, acc[i])
-        for k in range(nvi):
-            t = 0.0
-            for l in range(nvi):
-                t += Dinv[i, k, l] * u[l]
-            qdd[iv + k] = t
-        for r in range(6):
-            t = acc[i, r]
-            for k in range(nvi):
-                t += S[r, iv + k] * qdd[iv + k]
-            acc[i, r] = t
+            pA[i, r] = fext[i, r]
+    dinv_sweeps(jint, S, Dinv, U, Dinv, tau, pA, acc, np.zeros(6), qdd, acc)
 
 
 @njit(**_JIT)
@@ -354,7 +402,7 @@ def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
     pᴬ (−fext for ABA, 0 for constrainedABA). vel, c, pA (n, 6)."""
     vJ, h = np.empty(6), np.empty(6)
     for i in range(jint.shape[0]):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):
             x = 0.0
             for k in range(iv, iv + nvi):
@@ -367,57 +415,24 @@ def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
 
 
 @njit(**_JIT)
-def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA, u):
+def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA):
     """The velocity- and force-dependent sweeps of ABA (Featherstone Table 7.1, world frame,
     paper 002 Sec. III) on the articulated inertias of `aba_factor_kernel` at the same q:
     q̈ = M⁻¹ (τ − C v − g + Σ Jᵀ fext) (nv,). H (n, 6, 6) rigid inertias, IA the articulated
-    ones, U = Iᴬ S, D⁻¹; vel, c, pA (n, 6) and u (nv,) are workspace (c ends as the body
-    accelerations). O(n), no 6×6 products beyond Iᴬ c."""
+    ones, U = Iᴬ S, D⁻¹; vel, c, pA (n, 6) are workspace (c ends as the body accelerations).
+    `bias_sweep_kernel`, then `dinv_bias_sweeps` from the base acceleration a₀ = (−g, 0)."""
     n = jint.shape[0]
-    h, w, y, acc_i = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
     for i in range(n):
         for r in range(6):
             pA[i, r] = -fext[i, r]
     bias_sweep_kernel(jint, S, H, v, vel, c, pA)
-    for i in range(n - 1, -1, -1):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        for k in range(nvi):
-            u[iv + k] = tau[iv + k] - _dot_col(S, iv + k, pA[i])
-        if par >= 0:
-            # pᵃ_λ += pᴬ + Iᴬ c + U D⁻¹ (u − Uᵀ c)
-            _mv6(IA[i], c[i], h)
-            for k in range(nvi):
-                w[k] = u[iv + k] - _dot_col(U, iv + k, c[i])
-            for k in range(nvi):
-                t = 0.0
-                for l in range(nvi):
-                    t += Dinv[i, k, l] * w[l]
-                y[k] = t
-            for r in range(6):
-                t = pA[i, r] + h[r]
-                for k in range(nvi):
-                    t += U[r, iv + k] * y[k]
-                pA[par, r] += t
     for i in range(n):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
-        # aᵢ = a_λ(i) + cᵢ; c[λ(i)] already holds a_λ(i) (a₀ = (−g, 0) for roots)
         for r in range(6):
-            if par >= 0:
-                acc_i[r] = c[par, r] + c[i, r]
-            else:
-                acc_i[r] = c[i, r] - gravity[r] if r < 3 else c[i, r]
-        for k in range(nvi):
-            w[k] = u[iv + k] - _dot_col(U, iv + k, acc_i)
-        for k in range(nvi):
-            t = 0.0
-            for l in range(nvi):
-                t += Dinv[i, k, l] * w[l]
-            qdd[iv + k] = t
-        for r in range(6):
-            t = acc_i[r]
-            for k in range(nvi):
-                t += S[r, iv + k] * qdd[iv + k]
-            c[i, r] = t   # c[i] now holds aᵢ (its bias part is no longer needed)
+            pA[i, r] = -pA[i, r]      # the link forces −pᴬ of `dinv_bias_sweeps` (exact)
+    a0 = np.zeros(6)
+    for r in range(3):
+        a0[r] = -gravity[r]
+    dinv_bias_sweeps(jint, S, IA, U, Dinv, tau, pA, c, a0, qdd, c)
 
 
 @njit(**_JIT)
@@ -437,17 +452,15 @@ def aba_kernel(jint, jfloat, armature, gravity, q, v, tau, fext, qdd):
     if not aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
         return SINGULAR
     vel, c, pA = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
-    aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA, np.empty(nv))
+    aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA)
     return OK
 
 
 # ---------------------------------------------------------------------- Python API
 def _fext(model, fext):
+    """fext checked, or the model's zero forces (made with the model, never written) for None."""
     if fext is None:
-        z = getattr(model, "_fzero", None)
-        if z is None or z.shape != (model.nbodies, 6):
-            z = model._fzero = np.zeros((model.nbodies, 6))
-        return z
+        return model.zero_fext
     fext = np.asarray(fext, dtype=float)
     if fext.shape != (model.nbodies, 6) or not np.all(np.isfinite(fext)):
         raise ValueError(f"fext must be a finite array of shape ({model.nbodies}, 6), got {fext.shape}")

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from .joints import FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, joint_integrate, joint_subspace_local_into, joint_transform
-from .layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R
+from .layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R, JI_IQ, JI_IV, JI_NQ, JI_NV, JI_PARENT, JI_TYPE
 from .spatial import inertia_to_world, motion_to_world, quat_to_rot, skew
 
 _JIT = dict(cache=True)
@@ -22,7 +22,7 @@ def fk_kernel(jint, jfloat, q, oR, op):
     compiled without numba's reference counting (an atomic pair per array view otherwise).
     """
     for i in range(jint.shape[0]):
-        par, jt, iq = jint[i, 0], jint[i, 1], jint[i, 2]
+        par, jt, iq = jint[i, JI_PARENT], jint[i, JI_TYPE], jint[i, JI_IQ]
         joint_transform(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], q, iq, oR[i], op[i])
         j00, j01, j02 = oR[i, 0, 0], oR[i, 0, 1], oR[i, 0, 2]
         j10, j11, j12 = oR[i, 1, 0], oR[i, 1, 1], oR[i, 1, 2]
@@ -59,7 +59,7 @@ def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
     Ic = np.empty((3, 3))
     T = np.empty((3, 3))
     for i in range(jint.shape[0]):
-        jt, iv, nvi = jint[i, 1], jint[i, 3], jint[i, 5]
+        jt, iv, nvi = jint[i, JI_TYPE], jint[i, JI_IV], jint[i, JI_NV]
         R = oR[i]
         for k in range(nvi):
             joint_subspace_local_into(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], k, s)
@@ -89,7 +89,7 @@ def body_jacobian_kernel(jint, S, body, point, J):
     J[:, :] = 0.0
     i = body
     while i >= 0:
-        iv, nvi = jint[i, 3], jint[i, 5]
+        iv, nvi = jint[i, JI_IV], jint[i, JI_NV]
         for k in range(iv, iv + nvi):
             w = S[3:, k]
             # S_lin is the velocity of the point at the origin; at x it is S_lin + ω × x
@@ -99,14 +99,14 @@ def body_jacobian_kernel(jint, S, body, point, J):
             J[3, k] = w[0]
             J[4, k] = w[1]
             J[5, k] = w[2]
-        i = jint[i, 0]
+        i = jint[i, JI_PARENT]
 
 
 @njit(**_JIT)
 def velocity_kernel(jint, S, v, vel):
     """Body spatial velocities vᵢ = v_λ(i) + Sᵢ q̇ᵢ (world frame), vel (n, 6)."""
     for i in range(jint.shape[0]):
-        par, iv, nvi = jint[i, 0], jint[i, 3], jint[i, 5]
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):
             x = vel[par, r] if par >= 0 else 0.0
             for k in range(iv, iv + nvi):
@@ -118,7 +118,7 @@ def velocity_kernel(jint, S, v, vel):
 def integrate_kernel(jint, q, v, dt, out):
     """out = q ⊕ dt v, joint by joint."""
     for i in range(jint.shape[0]):
-        jt, iq, iv, nqi = jint[i, 1], jint[i, 2], jint[i, 3], jint[i, 4]
+        jt, iq, iv, nqi = jint[i, JI_TYPE], jint[i, JI_IQ], jint[i, JI_IV], jint[i, JI_NQ]
         if nqi > 0:
             joint_integrate(jt, q, iq, v, iv, dt, out)
 
@@ -147,7 +147,7 @@ def difference_kernel(jint, q0, q1, out):
     """out = q1 ⊖ q0: the v with q0 ⊕ v = q1 (SE(3), SO(3), SE(2) logarithms)."""
     R0 = np.empty((3, 3))
     for i in range(jint.shape[0]):
-        jt, iq, iv = jint[i, 1], jint[i, 2], jint[i, 3]
+        jt, iq, iv = jint[i, JI_TYPE], jint[i, JI_IQ], jint[i, JI_IV]
         if jt == REVOLUTE or jt == PRISMATIC:
             out[iv] = q1[iq] - q0[iq]
         elif jt == SPHERICAL:
@@ -233,7 +233,7 @@ def q_status_kernel(jint, q, tol):
         if not np.isfinite(q[k]):
             return -2
     for i in range(jint.shape[0]):
-        jt, iq = jint[i, 1], jint[i, 2]
+        jt, iq = jint[i, JI_TYPE], jint[i, JI_IQ]
         if jt == FREE:
             a = iq + 3
             nrm = q[a] ** 2 + q[a + 1] ** 2 + q[a + 2] ** 2 + q[a + 3] ** 2

@@ -14,7 +14,8 @@ import numpy as np
 from .dynamics import crba_diagonal_kernel
 from .joints import FIXED, FREE, JOINT_NAMES, JOINT_NQ, JOINT_NV, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL
 from .kinematics import all_finite, difference_kernel, integrate_kernel, q_status_kernel
-from .layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R, JF_SIZE, JI_SIZE
+from .layout import (JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R, JF_SIZE, JI_IQ, JI_IV, JI_NQ, JI_NV,
+                     JI_PARENT, JI_SIZE, JI_TYPE)
 
 
 class ModelError(ValueError):
@@ -110,6 +111,7 @@ class Model:
 
         self.jint = np.zeros((n, JI_SIZE), dtype=np.int64)
         self.jfloat = np.zeros((n, JF_SIZE))
+        self.zero_fext = np.zeros((n, 6))   # fext = None of the dynamics functions (kernels only read it)
         nv = self.nv
         self.armature = np.zeros(nv)
         self.damping = np.zeros(nv)
@@ -119,7 +121,9 @@ class Model:
         self.lower = np.full(nv, -np.inf)
         self.upper = np.full(nv, np.inf)
         for i, b in enumerate(bodies):
-            self.jint[i] = (b["parent"], b["jtype"], self.idx_q[i], self.idx_v[i], self.nqs[i], self.nvs[i])
+            ji = self.jint[i]
+            ji[JI_PARENT], ji[JI_TYPE], ji[JI_IQ], ji[JI_IV], ji[JI_NQ], ji[JI_NV] = (
+                b["parent"], b["jtype"], self.idx_q[i], self.idx_v[i], self.nqs[i], self.nvs[i])
             f = self.jfloat[i]
             f[JF_R:JF_R + 9] = np.asarray(b["rotation"], float).reshape(9)
             f[JF_P:JF_P + 3] = b["translation"]

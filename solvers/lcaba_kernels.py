@@ -11,6 +11,7 @@ import models.dynamics
 import models.joints
 import models.kinematics
 import models.spatial
+from models.dynamics import joint_torque_into
 from models.jitcache import drop_stale_cache
 from models.layout import JI_IV, JI_NV
 
@@ -407,7 +408,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
     scatter_kernel(rows, lam, g, tau)
     nsteps = order.shape[0]
     u = np.empty(6)
-    # backward sweep (Alg. 4 lines 13–32, the force part)
+    # backward sweep (Alg. 4 lines 13–32, the force part; the net joint torque is ABA's `joint_torque_into`)
     for t in range(nsteps):
         i = order[t]
         p = par[t]
@@ -423,11 +424,7 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
                 u[c] = g[i, c]
         else:
             na = nvi
-            for r in range(nvi):
-                s = tau[iv + r]
-                for c in range(6):
-                    s += S[c, iv + r] * g[i, c]
-                u[r] = s
+            joint_torque_into(S, iv, nvi, tau, g[i], u, 0)
         for r in range(na):       # w = L⁻¹ u (L's diagonal is stored inverted)
             s = u[r]
             for k in range(r):

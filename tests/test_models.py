@@ -135,6 +135,35 @@ def test_dynamics_identities_with_fixed_joints_and_armature(case):
         assert np.allclose(data.Dinv, models.Data(model).compute(q).Dinv, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", sorted(TREE_CASES))
+def test_dinv_sweeps_against_dense_inverse(case):
+    """ABA's one pair of D⁻¹u sweeps (`models.dynamics.dinv_sweeps` / `dinv_bias_sweeps`, behind
+    `Data.minv` and `Data.free_acceleration`) against dense linear algebra: q̈ = M⁻¹ (τ + Σ Jᵢᵀ fᵢ)
+    with the link accelerations aᵢ = Jᵢ q̈ of the forward sweep, and q̈ = M⁻¹ (τ − rnea(q, v, 0, f)),
+    Jᵢ the world Jacobian of body i about the world origin; one Data reused across q."""
+    rng = np.random.default_rng(11)
+    kinds, branching = TREE_CASES[case]
+    model, _ = random_tree(rng, 12, kinds, branching, with_fixed=True)
+    model.armature[:] = rng.uniform(0, 0.1, model.nv)
+    data = models.Data(model)
+    origin = np.zeros(3)
+    for _ in range(3):
+        q = model.random_configuration(rng)
+        v, tau = rng.normal(size=(2, model.nv))
+        fext = rng.normal(size=(model.nbodies, 6))
+        M = models.crba(model, q)
+        J = [models.body_jacobian(model, q, i, origin) for i in range(model.nbodies)]
+        data.compute(q)
+        qdd = data.minv(tau, fext)
+        ref = np.linalg.solve(M, tau + sum(Ji.T @ fi for Ji, fi in zip(J, fext)))
+        assert rel_err(qdd, ref) < 1e-10
+        assert rel_err(data.acc, np.array([Ji @ ref for Ji in J])) < 1e-10
+        ref = np.linalg.solve(M, tau - models.rnea(model, q, v, np.zeros(model.nv), fext))
+        assert rel_err(data.free_acceleration(v, tau, fext, np.empty(model.nv)), ref) < 1e-10
+        assert rel_err(data.minv(tau), np.linalg.solve(M, tau)) < 1e-10   # fext = None: the model's zeros
+    assert not model.zero_fext.any()
+
+
 def test_external_forces_enter_as_jacobian_transpose():
     """rnea with fext = τ − Jᵀ w where J is the body Jacobian at the world origin."""
     rng = np.random.default_rng(3)

@@ -252,6 +252,45 @@ def test_export_html_is_self_contained(tmp_path):
     assert "set_animation" not in [c["type"] for c in decode_commands(open(p2).read())]
 
 
+def without_uuids(cmds):
+    """The commands as text, every uuid replaced by its order of first appearance (uuids are
+    random) and msgpack extensions (typed arrays) by their type and bytes."""
+    def plain(x):
+        if isinstance(x, dict):
+            return {k: plain(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [plain(v) for v in x]
+        return (x.type, bytes(x.data)) if isinstance(x, umsgpack.Ext) else x
+    seen = {}
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                  lambda m: str(seen.setdefault(m.group(0), len(seen))), repr(plain(cmds)))
+
+
+def test_recorder_and_live_viewer_record_the_same_scene(tmp_path):
+    """The live session (`MeshcatViewer`) records exactly what the recorder alone
+    (`viewer.SceneRecorder`, no server) does: the same commands for a still scene at a pose,
+    with contacts drawn, and for a replay; the recorder's pose is the forward kinematics."""
+    w = box_world()
+    traj = falling_trajectory(w)
+    q = traj.q[len(traj.q) // 2]
+    P, F = np.array([[0.1, 0.0, 0.0], [0.0, 0.2, 0.0]]), np.array([[0.0, 0.0, 5.0], [1.0, 0.0, 3.0]])
+    rec = viewer.SceneRecorder(w, contacts=True)
+    live = viewer.MeshcatViewer(w, server=False, contacts=True)
+    T = rec.set_pose(q)
+    oR, op = models.forward_kinematics(w.model, q)
+    assert np.allclose(T[:, :3, :3], oR[rec._bodies]) and np.allclose(T[:, :3, 3], op[rec._bodies])
+    live.display(q)
+    for v in (rec, live):
+        v.draw_contacts(P, F)
+    still = [decode_commands(open(v.export_html(tmp_path / f"still{i}.html")).read()) for i, v in enumerate((rec, live))]
+    assert without_uuids(still[0]) == without_uuids(still[1])
+    assert sum(c["type"] == "set_object" and "_contacts/forces/" in c["path"] for c in still[0]) == 2
+    replay = [open(v.export_html(tmp_path / f"replay{i}.html", traj)).read() for i, v in enumerate((rec, live))]
+    assert without_uuids(decode_commands(replay[0])) == without_uuids(decode_commands(replay[1]))
+    with pytest.raises(TypeError, match="SceneRecorder needs a built simstep World"):
+        viewer.SceneRecorder(object())
+
+
 def test_contact_arrows_from_collision_style_contacts():
     rng = np.random.default_rng(3)
     k = 4

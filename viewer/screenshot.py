@@ -74,13 +74,13 @@ def screenshot(url, png_path, size=(960, 720), budget_ms=3000, timeout=60, chrom
 
 def screenshot_world(world, png_path, q=None, size=(960, 720), camera=None, budget_ms=3000, **viewer_options):
     """Picture of `world` at q (default world.q0) from its exported HTML page.
-    camera: optional (position, target)."""
-    from .meshcat_viewer import MeshcatViewer
-    v = MeshcatViewer(world, server=False, **viewer_options)
+    camera: optional (position, target); viewer_options: as for `SceneRecorder`."""
+    from .recording import SceneRecorder
+    v = SceneRecorder(world, **viewer_options)
     if camera is not None:
         v.set_camera(*camera)
     if q is not None:
-        v.display(q)
+        v.set_pose(q)
     with tempfile.TemporaryDirectory(prefix="viewer-shot-") as d:
         page = v.export_html(os.path.join(d, "scene.html"))
         return screenshot("file://" + page, png_path, size=size, budget_ms=budget_ms)

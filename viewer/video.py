@@ -1,7 +1,7 @@
 """Movies of a recorded trajectory: `record_video(world, traj, "out.mp4")` (or ``.gif``).
 
 The frames are the viewer's own pictures: the trajectory is exported as the self-contained
-HTML replay (`MeshcatViewer.export_html`), loaded once in headless Chromium, and for each
+HTML replay (`SceneRecorder.export_html`), loaded once in headless Chromium, and for each
 frame the page's animation is paused, moved to the frame's time and rendered; the canvas is
 read back as PNG through the DevTools protocol (one browser for the whole movie, not one per
 frame). imageio encodes them: MP4 (H.264) with the ffmpeg binary of the ``imageio-ffmpeg``
@@ -140,11 +140,11 @@ def frame_times(traj, fps=30.0, speed=1.0):
 def render_frames(world, traj, times, size=(640, 480), camera=None, chromium=None, timeout=60.0, **viewer_options):
     """Pictures (k, height, width, 3) uint8 of `traj` at `times` (s from its start), as the
     HTML replay draws them. camera: optional (position, target); viewer_options: as for
-    `MeshcatViewer` (contacts=True with recorded contacts draws the force arrows)."""
+    `SceneRecorder` (contacts=True with recorded contacts draws the force arrows)."""
     from PIL import Image
 
-    from .meshcat_viewer import MeshcatViewer
-    v = MeshcatViewer(world, server=False, **viewer_options)
+    from .recording import SceneRecorder
+    v = SceneRecorder(world, **viewer_options)
     if camera is not None:
         v.set_camera(*camera)
     frames = []
@@ -168,7 +168,7 @@ def record_video(world, traj, path, fps=30.0, speed=1.0, size=(640, 480), camera
     `path`: ``.mp4`` (H.264, ffmpeg from imageio-ffmpeg) or ``.gif``. fps: frames per second
     of video; speed: simulated seconds per video second (0.25: slow motion); size: (width,
     height) in pixels (even numbers for MP4); camera: (position, target), default framed
-    automatically; viewer_options: as for `MeshcatViewer` (e.g. ``contacts=True``). Returns
+    automatically; viewer_options: as for `SceneRecorder` (e.g. ``contacts=True``). Returns
     the number of frames written. Needs Chromium (``apt-get install chromium``)."""
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()

@@ -80,6 +80,44 @@ def _float_array(x, name):
         raise TypeError(f"{name} must be an array of numbers, got {x!r}") from None
 
 
+def subtree_preorder(parent):
+    """(pre, size) (n,) int64 of a forest given by parent (n,) (−1 at roots): each link's
+    depth-first preorder index (roots and children by index) and its subtree size, so the
+    subtree of i is the preorder range pre[i] : pre[i] + size[i]."""
+    n = len(parent)
+    children = [[] for _ in range(n)]
+    for i in range(n):
+        if parent[i] >= 0:
+            children[parent[i]].append(i)
+    pre, size = np.zeros(n, np.int64), np.ones(n, np.int64)
+    stack = [i for i in range(n - 1, -1, -1) if parent[i] < 0]
+    k = 0
+    while stack:
+        i = stack.pop()
+        pre[i] = k
+        k += 1
+        stack.extend(reversed(children[i]))
+    for i in range(n - 1, -1, -1):   # children after parents
+        if parent[i] >= 0:
+            size[parent[i]] += size[i]
+    return pre, size
+
+
+def dof_parents(parent, idx_v, nvs):
+    """(nv,) int64: the dof tree of M's sparsity, λ(k) = the previous dof of the joint, or the
+    last dof of the nearest ancestor joint with dofs (−1 at roots)."""
+    dp = np.full(int(np.sum(nvs)), -1, np.int64)
+    last = np.full(len(parent), -1, np.int64)
+    for i in range(len(parent)):
+        p = parent[i]
+        up = last[p] if p >= 0 else -1
+        for k in range(idx_v[i], idx_v[i] + nvs[i]):
+            dp[k] = up
+            up = k
+        last[i] = up
+    return dp
+
+
 class Model:
     """Static description of a kinematic forest; built by `ModelBuilder.build()`.
 
@@ -142,6 +180,9 @@ class Model:
         self.collision_geometries = list(collision_geometries)
         self.visual_geometries = list(visual_geometries)
         self.mimic = list(mimic)
+        # tree orders for the algorithms that walk subtrees (PV-OSIMr, proxPV, proxLTL)
+        self.preorder, self.subtree_size = subtree_preorder(self.parent)
+        self.dof_parent = dof_parents(self.parent, self.idx_v, self.nvs)
 
     # ------------------------------------------------------------------ views
     @property

@@ -115,7 +115,6 @@ class _Work:
         each link's subtree range lo:hi), the link CSR of the roll-out and 𝒮_E; built once."""
         if getattr(self, "_pv", None) is None:
             model, cs, n = self.model, self.cs, self.n
-            par = model.jint[:, 0]
             b = cs.cb_body[cs.row_block] if self.m else np.zeros((0, 2), np.int64)
             la = np.where(b[:, 0] >= 0, b[:, 0], b[:, 1])
             lb = np.where((b[:, 0] >= 0) & (b[:, 1] >= 0) & (b[:, 0] != b[:, 1]), b[:, 1], -1)
@@ -128,7 +127,7 @@ class _Work:
                 for side, lk in ((0, la[r]), (1, lb[r])):
                     if lk >= 0:
                         rows.append(r), sides.append(side), links.append(lk)
-            pre, size = _preorder(par)
+            pre, size = model.preorder, model.subtree_size
             links = np.asarray(links, np.int64)
             order = np.argsort(pre[links], kind="stable")
             it_row = np.asarray(rows, np.int64)[order]
@@ -171,32 +170,10 @@ def _link_rows_values(w, acc, qdd, y):
     gather_kernel(w.rows, acc, qdd, y)
 
 
-def _preorder(par):
-    """(pre, size) (n,): depth-first preorder index of each link and its subtree size, so the
-    subtree of i is the preorder range pre[i]:pre[i] + size[i]."""
-    n = len(par)
-    children = [[] for _ in range(n)]
-    for i in range(n):
-        if par[i] >= 0:
-            children[par[i]].append(i)
-    pre, size = np.zeros(n, np.int64), np.ones(n, np.int64)
-    stack = [i for i in range(n - 1, -1, -1) if par[i] < 0]
-    k = 0
-    while stack:
-        i = stack.pop()
-        pre[i] = k
-        k += 1
-        stack.extend(reversed(children[i]))
-    for i in range(n - 1, -1, -1):   # children after parents
-        if par[i] >= 0:
-            size[par[i]] += size[i]
-    return pre, size
-
-
 def _work(model, cs):
-    w = getattr(cs, "_cdyn", None)
+    w = cs.derived.get("constrained_work")
     if w is None or w.model is not model:
-        w = cs._cdyn = _Work(model, cs)
+        w = cs.derived["constrained_work"] = _Work(model, cs)
     return w
 
 
@@ -330,8 +307,8 @@ def _state(model, cs, w):
 
 
 def _prepared(model, cs, algorithm):
-    """The `ConstrainedDynamics` of (model, cs, algorithm), cached on the ConstraintSet."""
-    cache = cs.__dict__.setdefault("_prepared", {})
+    """The `ConstrainedDynamics` of (model, cs, algorithm), kept in the set's `derived`."""
+    cache = cs.derived.setdefault("constrained", {})
     cd = cache.get(algorithm)
     if cd is None or cd.model is not model:
         cd = cache[algorithm] = ConstrainedDynamics(model, cs, algorithm)
@@ -398,25 +375,6 @@ def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref
 
 
 # ----------------------------------------------------------------------------- proxLTL
-def _dof_parents(model):
-    """(nv,) int64: the dof tree of M's sparsity, λ(k) = previous dof of the joint or the last
-    dof of the nearest ancestor joint with dofs (−1 at roots); cached on the model."""
-    dp = getattr(model, "_dof_parents", None)
-    if dp is None:
-        dp = np.full(model.nv, -1, np.int64)
-        last = np.full(model.nbodies, -1, np.int64)
-        for i in range(model.nbodies):
-            p = model.jint[i, 0]
-            up = last[p] if p >= 0 else -1
-            iv, nvi = model.idx_v[i], model.nvs[i]
-            for k in range(iv, iv + nvi):
-                dp[k] = up
-                up = k
-            last[i] = up
-        model._dof_parents = dp
-    return dp
-
-
 def prox_ltl(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref=None):
     """The dense reference proxLTL (paper 002 Sec. II-D1): M by CRBA factored by Featherstone's
     LTL (branching-induced sparsity), the explicit Delassus matrix Λ⁻¹ = J M⁻¹ Jᵀ, one dense
@@ -431,7 +389,7 @@ def prox_ltl(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_re
     dense_jacobian_kernel(model.jint, w.S, w.la, w.lb, w.kA, w.kB, cs.dof, cs.sg, J)
     nv, m = model.nv, cs.m
     a, lam = np.empty(nv), np.zeros(m)
-    it, res = prox_ltl_kernel(model.jint, model.jfloat, model.armature, model.gravity, _dof_parents(model), q, v,
+    it, res = prox_ltl_kernel(model.jint, model.jfloat, model.armature, model.gravity, model.dof_parent, q, v,
                               tau, J, gamma, mu, tol, max_iter, np.empty((nv, nv)), np.empty((nv, m)),
                               np.empty((m, m)), lam, a)
     return ConstrainedResult(a, -lam, int(it), float(res))

@@ -273,7 +273,15 @@ class ConstraintSet:
         self.joint_friction_max = cat(jfmax, np.float64, ())
         self.row_block = np.repeat(np.arange(len(self.cb_kind)), self.cb_nrows) if m else np.zeros(0, np.int64)
         self.row_kind = self.cb_kind[self.row_block] if m else np.zeros(0, np.int64)
+        self._init_derived()
+
+    def _init_derived(self):
+        """What is derived from the blocks on first use: the coupling pairs and graph key, and
+        `derived`, the structures that algorithms compute once per set (keyed by algorithm:
+        PV-OSIMr's side ordering, the prepared constrained dynamics)."""
+        self._pairs = None
         self._graph_key = None
+        self.derived = {}
 
     @staticmethod
     def _resolve_many(model, b):
@@ -315,7 +323,7 @@ class ConstraintSet:
                              tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, self.cb_kind, self.cb_row,
                              self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg, self.joint_friction_max,
                              self.row_block, self.row_kind)
-        self._graph_key = None
+        self._init_derived()
         # (gen, crow, cbody, cf) of `contact_arrays`: the contacts are the first k blocks
         gen = tail.contact_arrays()[0] + 3 * k
         self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
@@ -341,7 +349,7 @@ class ConstraintSet:
         """Unique unordered pairs (a, b), a < b, of distinct moving bodies coupled by a constraint
         (the edges that LCABA adds to the spanning tree); (k, 2) int64. Also sets `cb_slot`,
         each block's index into these pairs (-1: no coupling)."""
-        if getattr(self, "_pairs", None) is None:
+        if self._pairs is None:
             self.cb_slot = np.empty(self.cb_kind.shape[0], np.int64)
             self._pairs = coupling_kernel(self.cb_body, self.model.nbodies, self.cb_slot)
         return self._pairs

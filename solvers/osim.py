@@ -56,36 +56,12 @@ __all__ = ["pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "OsimStructure"]
 
 
 # --------------------------------------------------------------------------- structure
-def _tree_order(model):
-    """(pre, size, body_of_dof): depth-first preorder index of each link (children by index),
-    subtree sizes, and the link of each dof; cached on the model."""
-    cache = model.__dict__.get("_osim_tree")
-    if cache is None:
-        n = model.nbodies
-        kids = [[] for _ in range(n)]
-        roots = []
-        for i, p in enumerate(model.parent.tolist()):
-            (kids[p] if p >= 0 else roots).append(i)
-        pre, size = np.empty(n, np.int64), np.ones(n, np.int64)
-        stack, t = roots[::-1], 0
-        while stack:
-            i = stack.pop()
-            pre[i] = t
-            t += 1
-            stack.extend(kids[i][::-1])
-        for i in range(n - 1, -1, -1):
-            if model.parent[i] >= 0:
-                size[model.parent[i]] += size[i]
-        body_of_dof = np.repeat(np.arange(n, dtype=np.int64), model.nvs)
-        cache = model.__dict__["_osim_tree"] = (pre, size, body_of_dof)
-    return cache
-
-
 def osim_structure(model, la, lb, dof, ground=None):
     """`OsimStructure` of a constraint set from its row links la, lb and joint rows dof
     (q-independent); ground (n,) int64 marks floating bases to ground (cABA-OSIMf)."""
     n = model.nbodies
-    pre, size, body_of_dof = _tree_order(model)
+    pre, size = model.preorder, model.subtree_size
+    body_of_dof = np.repeat(np.arange(n, dtype=np.int64), model.nvs)
     parent = model.parent
     r = np.arange(la.shape[0], dtype=np.int64)
     jr = dof >= 0
@@ -122,9 +98,9 @@ def osim_structure(model, la, lb, dof, ground=None):
 
 
 def _structure(rows, ground=False):
-    """The structure of rows' constraint set, cached on it (keyed by grounding)."""
+    """The structure of rows' constraint set, kept in its `derived` (keyed by grounding)."""
     cs = rows.cs
-    cache = cs.__dict__.setdefault("_osim", {})
+    cache = cs.derived.setdefault("osim", {})
     st = cache.get(ground)
     if st is None:
         g = None

@@ -19,7 +19,7 @@ from . import gjk, hulls, patch, support, workspace
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .patch import build_patch, patch_along_normal
-from .support import INF_FEATURE, _support_box, support_feature
+from .support import INF_FEATURE, _support_box, support_feature, support_height
 from .workspace import (_VC1, _VC2, _VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VREF,
                         _cprr, _dotrr, _tangent_basis_v)
 
@@ -149,8 +149,9 @@ def _feature(kind, g, gsize, gR, gp, cverts, coff, hg, V, i_d, tol, F, ordered):
 @njit(**_NONRT_INLINE)
 def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws):
     """A plane (the halfspace z <= 0 of its frame) against any other shape (either order): n
-    the plane's normal, the shape's support feature along -n, unordered (every vertex within
-    the tolerance of the deepest; when penetrating, of the plane)."""
+    the plane's normal; the shape's lowest point (`support_height` along -n) decides the margin
+    test before any feature is built; then its support feature along -n, unordered (every
+    vertex within the tolerance of the deepest; when penetrating, of the plane)."""
     if gkind[a] == PLANE:
         for k in range(3):
             V[_VN, k] = gR[a, k, 2]
@@ -160,9 +161,14 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
         for k in range(3):
             V[_VNEGN, k] = -V[_VN, k]
         kb = gkind[b]
-        mB = _feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, False)
-        dmin = np.inf
         pn = gp[a, 0] * V[_VN, 0] + gp[a, 1] * V[_VN, 1] + gp[a, 2] * V[_VN, 2]
+        # the lowest point's height first: beyond the margin no feature is needed; when
+        # penetrating, every vertex up to tol above the plane, not only the deepest's tol
+        low = -support_height(kb, b, gsize, gR, gp, cverts, coff, hg, -V[_VN, 0], -V[_VN, 1], -V[_VN, 2]) - pn
+        if low > margin:
+            return 0
+        mB = _feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol - min(low, 0.0), FB, False)
+        dmin = np.inf
         for i in range(mB):
             dd = _dotrr(FB, i, V, _VN) - pn
             if dd < dmin:
@@ -170,8 +176,6 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
                 _cprr(V, _VPBW, FB, i)
         if dmin > margin:
             return 0
-        if dmin < 0.0:   # penetrating: every vertex up to tol above the plane, not only the deepest's tol
-            mB = _feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol - dmin, FB, False)
         for k in range(3):
             V[_VPAW, k] = V[_VPBW, k] - dmin * V[_VN, k]
         return build_patch(FA, INF_FEATURE, FB, mB, V, PA, PB, ws)
@@ -181,9 +185,12 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
         V[_VPLB0, k] = gp[b, k]
     _cprr(V, _VPLB1, V, _VN)
     ka = gkind[a]
-    mA = _feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, False)
-    dmin = np.inf
     pn = gp[b, 0] * V[_VN, 0] + gp[b, 1] * V[_VN, 1] + gp[b, 2] * V[_VN, 2]
+    low = pn - support_height(ka, a, gsize, gR, gp, cverts, coff, hg, V[_VN, 0], V[_VN, 1], V[_VN, 2])
+    if low > margin:
+        return 0
+    mA = _feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol - min(low, 0.0), FA, False)
+    dmin = np.inf
     for i in range(mA):
         dd = pn - _dotrr(FA, i, V, _VN)
         if dd < dmin:
@@ -191,8 +198,6 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
             _cprr(V, _VPAW, FA, i)
     if dmin > margin:
         return 0
-    if dmin < 0.0:
-        mA = _feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol - dmin, FA, False)
     for k in range(3):
         V[_VPBW, k] = V[_VPAW, k] + dmin * V[_VN, k]
     return build_patch(FA, mA, FB, INF_FEATURE, V, PA, PB, ws)

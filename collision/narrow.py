@@ -139,68 +139,48 @@ def _segments_closest(A, ia, ja, B, ib, jb, C, ic1, ic2):
 
 
 @njit(**_NONRT_INLINE)
-def _feature(kind, g, gsize, gR, gp, cverts, coff, hg, V, i_d, tol, F, ordered):
-    """`support_feature` with the box's inlined (the box paths are the hot ones)."""
-    if kind == BOX:
-        return _support_box(g, gsize, gR, gp, V, i_d, tol, F)
-    return support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, V, i_d, tol, F, ordered)
-
-
-@njit(**_NONRT_INLINE)
 def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws):
     """A plane (the halfspace z <= 0 of its frame) against any other shape (either order): n
-    the plane's normal; the shape's lowest point (`support_height` along -n) decides the margin
-    test before any feature is built; then its support feature along -n, unordered (every
-    vertex within the tolerance of the deepest; when penetrating, of the plane)."""
-    if gkind[a] == PLANE:
-        for k in range(3):
-            V[_VN, k] = gR[a, k, 2]
-        for k in range(3):
-            V[_VPLA0, k] = gp[a, k]
-        _cprr(V, _VPLA1, V, _VN)
-        for k in range(3):
-            V[_VNEGN, k] = -V[_VN, k]
-        kb = gkind[b]
-        pn = gp[a, 0] * V[_VN, 0] + gp[a, 1] * V[_VN, 1] + gp[a, 2] * V[_VN, 2]
-        # the lowest point's height first: beyond the margin no feature is needed; when
-        # penetrating, every vertex up to tol above the plane, not only the deepest's tol
-        low = -support_height(kb, b, gsize, gR, gp, cverts, coff, hg, -V[_VN, 0], -V[_VN, 1], -V[_VN, 2]) - pn
-        if low > margin:
-            return 0
-        mB = _feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol - min(low, 0.0), FB, False)
-        dmin = np.inf
-        for i in range(mB):
-            dd = _dotrr(FB, i, V, _VN) - pn
-            if dd < dmin:
-                dmin = dd
-                _cprr(V, _VPBW, FB, i)
-        if dmin > margin:
-            return 0
-        for k in range(3):
-            V[_VPAW, k] = V[_VPBW, k] - dmin * V[_VN, k]
-        return build_patch(FA, INF_FEATURE, FB, mB, V, PA, PB, ws)
+    the plane's normal (a → b), u = −(plane normal) the shape's direction towards the plane.
+    The shape's lowest point (`support_height` along u) decides the margin test before any
+    feature is built; then its support feature along u, unordered (every vertex within the
+    tolerance of the deepest; when penetrating, of the plane)."""
+    pa = gkind[a] == PLANE
+    P, s = (a, b) if pa else (b, a)            # the plane, the shape
+    sg = 1.0 if pa else -1.0                   # n = sg · (plane normal)
+    i_u = _VNEGN if pa else _VN                # row of u in V
+    i_pl0, i_pl1 = (_VPLA0, _VPLA1) if pa else (_VPLB0, _VPLB1)
+    i_ws, i_wp = (_VPBW, _VPAW) if pa else (_VPAW, _VPBW)   # witness rows: on the shape, on the plane
+    F = FB if pa else FA
     for k in range(3):
-        V[_VN, k] = -gR[b, k, 2]
-    for k in range(3):
-        V[_VPLB0, k] = gp[b, k]
-    _cprr(V, _VPLB1, V, _VN)
-    ka = gkind[a]
-    pn = gp[b, 0] * V[_VN, 0] + gp[b, 1] * V[_VN, 1] + gp[b, 2] * V[_VN, 2]
-    low = pn - support_height(ka, a, gsize, gR, gp, cverts, coff, hg, V[_VN, 0], V[_VN, 1], V[_VN, 2])
+        V[_VN, k] = sg * gR[P, k, 2]
+        V[_VNEGN, k] = -V[_VN, k]
+        V[i_pl0, k] = gp[P, k]
+    _cprr(V, i_pl1, V, _VN)
+    ks = gkind[s]
+    pu = gp[P, 0] * V[i_u, 0] + gp[P, 1] * V[i_u, 1] + gp[P, 2] * V[i_u, 2]
+    # heights above the plane are pu − x · u: the lowest point's first; beyond the margin no
+    # feature is needed; when penetrating, every vertex up to tol above the plane, not only
+    # the deepest's tol
+    low = pu - support_height(ks, s, gsize, gR, gp, cverts, coff, hg, V[i_u, 0], V[i_u, 1], V[i_u, 2])
     if low > margin:
         return 0
-    mA = _feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol - min(low, 0.0), FA, False)
+    tol_s = tol - min(low, 0.0)
+    if ks == BOX:   # the hot path of box scenes: the box's feature directly
+        m = _support_box(s, gsize, gR, gp, V, i_u, tol_s, F)
+    else:
+        m = support_feature(ks, s, gsize, gR, gp, cverts, coff, hg, V, i_u, tol_s, F, False)
     dmin = np.inf
-    for i in range(mA):
-        dd = pn - _dotrr(FA, i, V, _VN)
+    for i in range(m):
+        dd = pu - _dotrr(F, i, V, i_u)
         if dd < dmin:
             dmin = dd
-            _cprr(V, _VPAW, FA, i)
+            _cprr(V, i_ws, F, i)
     if dmin > margin:
         return 0
     for k in range(3):
-        V[_VPBW, k] = V[_VPAW, k] + dmin * V[_VN, k]
-    return build_patch(FA, mA, FB, INF_FEATURE, V, PA, PB, ws)
+        V[i_wp, k] = V[i_ws, k] + dmin * V[i_u, k]
+    return build_patch(FA, INF_FEATURE if pa else m, FB, m if pa else INF_FEATURE, V, PA, PB, ws)
 
 
 @njit(**_NONRT)

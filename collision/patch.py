@@ -92,13 +92,13 @@ def _newell(F, m, V, io):
     return True
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _reverse(ws, r, m):
     for i in range(m // 2):
         ws[r, i], ws[r, m - 1 - i] = ws[r, m - 1 - i], ws[r, i]
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _area2(ws, ru, rv, m):
     s = 0.0
     for i in range(m):
@@ -261,14 +261,13 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     k = 0
     if m > 0 and (mA == INF_FEATURE or mB == INF_FEATURE):
         # against a plane the feature's own points are exact (no lift: the support set of a
-        # convex hull within the tolerance need not be planar)
+        # convex hull within the tolerance need not be planar); the plane's points lifted
+        pa = mA == INF_FEATURE
+        F, P, Q = (FB, PB, PA) if pa else (FA, PA, PB)
+        iX0, iXn = (_VXA0, _VXAN) if pa else (_VXB0, _VXBN)
         for i in range(m):
-            if mA == INF_FEATURE:
-                _cprr(PB, i, FB, i)
-                _lift(FA, mA, V, _VXA0, _VXAN, ws[0, i], ws[1, i], PA, i)
-            else:
-                _cprr(PA, i, FA, i)
-                _lift(FB, mB, V, _VXB0, _VXBN, ws[0, i], ws[1, i], PB, i)
+            _cprr(P, i, F, i)
+            _lift(F, INF_FEATURE, V, iX0, iXn, ws[0, i], ws[1, i], Q, i)
         return m
     for i in range(m):
         if not _lift(FA, mA, V, _VXA0, _VXAN, ws[0, i], ws[1, i], PA, k):
@@ -283,7 +282,7 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     return k
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
@@ -481,7 +480,7 @@ def keep_witness(PA, PB, m, V, tol, exact):
     return m
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _exact_witnesses(FA, mA, FB, mB, V):
     """Witnesses V[_VPAW], V[_VPBW] from the support features FA (along n = V[_VN]) and FB
     (along -n), one of which is a single point: that point, and the other witness at the

@@ -23,9 +23,9 @@ INF_FEATURE = -1    # feature size of a plane (infinite face)
 models.jitcache.drop_stale_cache(__file__, [hulls.__file__, workspace.__file__])
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
-    """`support_feature` of box g (inlined on the box-box and box-plane paths)."""
+    """`support_feature` of box g (called directly on the box-box and box-plane paths)."""
     # per local axis j: span the face (both signs) when |d_j| is within the tolerance
     ns = 0
     sg0 = sg1 = sg2 = 0.0
@@ -166,13 +166,13 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     return j
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _cvert_world(gR, gp, g, cverts, i, k):
     """Coordinate k of convex vertex i of geometry g in the world."""
     return gp[g, k] + gR[g, k, 0] * cverts[i, 0] + gR[g, k, 1] * cverts[i, 1] + gR[g, k, 2] * cverts[i, 2]
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _before(hg, i, j):
     """Lexicographic (u, v, index) order of hull face points i, j (`_hull_face`)."""
     ui, uj = hg.su[i], hg.su[j]
@@ -183,7 +183,7 @@ def _before(hg, i, j):
     return i < j
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _chain_push(hull, h, lo, i, su, sv):
     """Monotone chain step: pop the stack hull[:h] (down to lo entries) while its last two
     points and point i do not turn left, push i; returns the new h."""

@@ -19,13 +19,16 @@ from . import gjk, hulls, patch, support, workspace
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .patch import build_patch, patch_along_normal
-from .support import INF_FEATURE, _support_box, support_feature, support_height
+from .support import INF_FEATURE, _support_box, box_height, support_feature, support_height
 from .workspace import (_VC1, _VC2, _VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VREF,
                         _cprr, _dotrr, _tangent_basis_v)
 
 # kernels here compile in those of these modules: drop the cache when they change
 models.jitcache.drop_stale_cache(__file__, [gjk.__file__, hulls.__file__, patch.__file__, support.__file__,
                                             workspace.__file__])
+
+# `support._support_box` inlined into `box_pair` (the box-box pairs of box scenes)
+_support_box_inline = njit(**_NONRT_INLINE)(_support_box.py_func)
 
 # pair types (`pair_table`)
 PAIR_NONE, PAIR_LIBRARY, PAIR_PLANE, PAIR_CORES, PAIR_BOXES, PAIR_SPHERE_BOX, PAIR_GJK = range(7)
@@ -162,7 +165,10 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
     # heights above the plane are pu − x · u: the lowest point's first; beyond the margin no
     # feature is needed; when penetrating, every vertex up to tol above the plane, not only
     # the deepest's tol
-    low = pu - support_height(ks, s, gsize, gR, gp, cverts, coff, hg, V[i_u, 0], V[i_u, 1], V[i_u, 2])
+    if ks == BOX:
+        low = pu - box_height(s, gsize, gR, gp, V[i_u, 0], V[i_u, 1], V[i_u, 2])
+    else:
+        low = pu - support_height(ks, s, gsize, gR, gp, cverts, coff, hg, V[i_u, 0], V[i_u, 1], V[i_u, 2])
     if low > margin:
         return 0
     tol_s = tol - min(low, 0.0)
@@ -242,8 +248,14 @@ def box_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, P
         return 0
     for k in range(3):
         V[_VNEGN, k] = -V[_VN, k]
-    mA = _support_box(a, gsize, gR, gp, V, _VN, tol, FA)
-    mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol, FB)
+    mA = mB = 0
+    for side in range(2):    # one inlined copy of `_support_box` for both boxes
+        g, i_d, F = (a, _VN, FA) if side == 0 else (b, _VNEGN, FB)
+        m = _support_box_inline(g, gsize, gR, gp, V, i_d, tol, F)
+        if side == 0:
+            mA = m
+        else:
+            mB = m
     if edge and mA == 2 and mB == 2:
         _segments_closest(FA, 0, 1, FB, 0, 1, V, _VPAW, _VPBW)
         for k in range(3):  # the SAT separation is the exact edge-edge distance along n

@@ -92,19 +92,19 @@ def _newell(F, m, V, io):
     return True
 
 
-@njit(**_NONRT)
-def _reverse(ws, r, m):
-    for i in range(m // 2):
-        ws[r, i], ws[r, m - 1 - i] = ws[r, m - 1 - i], ws[r, i]
-
-
-@njit(**_NONRT)
-def _area2(ws, ru, rv, m):
+@njit(**_NONRT_INLINE)
+def _ccw_area2(ws, ru, rv, m):
+    """Twice the area of the polygon of m points (ws[ru, i], ws[rv, i]) (m ≥ 3), its points
+    reversed in place first if they run clockwise (so the area returned is ≥ 0)."""
     s = 0.0
     for i in range(m):
         j = (i + 1) % m
         s += ws[ru, i] * ws[rv, j] - ws[ru, j] * ws[rv, i]
-    return s
+    if s < 0:
+        for i in range(m // 2):
+            ws[ru, i], ws[ru, m - 1 - i] = ws[ru, m - 1 - i], ws[ru, i]
+            ws[rv, i], ws[rv, m - 1 - i] = ws[rv, m - 1 - i], ws[rv, i]
+    return abs(s)
 
 
 @njit(**_NONRT)
@@ -226,20 +226,17 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
             for i in range(mB):
                 ws[4, i] = _dotrr(FB, i, V, _VT1)
                 ws[5, i] = _dotrr(FB, i, V, _VT2)
-            if mA >= 3 and _area2(ws, 2, 3, mA) < 0:
-                _reverse(ws, 2, mA)
-                _reverse(ws, 3, mA)
-            if mB >= 3 and _area2(ws, 4, 5, mB) < 0:
-                _reverse(ws, 4, mB)
-                _reverse(ws, 5, mB)
+            # counter-clockwise (reversed if not), with their areas (twice)
+            areaA = _ccw_area2(ws, 2, 3, mA) if mA >= 3 else 0.0
+            areaB = _ccw_area2(ws, 4, 5, mB) if mB >= 3 else 0.0
             if mA >= 3 and mB >= 3:
-                if abs(_area2(ws, 2, 3, mA)) > 1e-16 and abs(_area2(ws, 4, 5, mB)) > 1e-16:
+                if areaA > 1e-16 and areaB > 1e-16:
                     m = _clip_polygon(ws, 4, 5, mB, 2, 3, mA, 0, 1, 6, 7)
             elif mA >= 3:
-                if abs(_area2(ws, 2, 3, mA)) > 1e-16:
+                if areaA > 1e-16:
                     m = _clip_segment(ws[4, 0], ws[5, 0], ws[4, 1], ws[5, 1], ws, 2, 3, mA, 0, 1)
             elif mB >= 3:
-                if abs(_area2(ws, 4, 5, mB)) > 1e-16:
+                if areaB > 1e-16:
                     m = _clip_segment(ws[2, 0], ws[3, 0], ws[2, 1], ws[3, 1], ws, 4, 5, mB, 0, 1)
             else:  # two segments: an overlap only if parallel
                 dau, dav = ws[2, 1] - ws[2, 0], ws[3, 1] - ws[3, 0]

@@ -247,6 +247,15 @@ def _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out):
 
 
 @njit(**_NONRT)
+def box_height(g, gsize, gR, gp, d0, d1, d2):
+    """max over box g of x · d (`support_height` of a box)."""
+    t = gp[g, 0] * d0 + gp[g, 1] * d1 + gp[g, 2] * d2
+    for j in range(3):
+        t += gsize[g, j] * abs(gR[g, 0, j] * d0 + gR[g, 1, j] * d1 + gR[g, 2, j] * d2)
+    return t
+
+
+@njit(**_NONRT)
 def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
     """max over geometry g of x · d (m, d need not be unit) for the kinds with a closed-form
     support (sphere, capsule, cylinder, box) and convex hulls (`hull_climb`); nan for
@@ -262,10 +271,7 @@ def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
             return c + h * abs(du) + r * dn
         return c + h * abs(du) + r * np.sqrt(max(dn * dn - du * du, 0.0))
     if kind == BOX:
-        t = 0.0
-        for j in range(3):
-            t += gsize[g, j] * abs(gR[g, 0, j] * d0 + gR[g, 1, j] * d1 + gR[g, 2, j] * d2)
-        return c + t
+        return box_height(g, gsize, gR, gp, d0, d1, d2)
     if kind == CONVEX:
         l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2      # d in the geometry frame
         l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2

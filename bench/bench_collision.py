@@ -20,8 +20,9 @@ the copy of the output arrays.
 
 Robot scenes (``--only robots``): G1 lying on the floor and G1 falling (bench_step's
 settled states), Go2 standing (its scene's initial state) and trotting in place
-(`go2_trotting`), each with self-collision off and on, against MuJoCo on the same robot, meshes and configuration: ``mj_kinematics`` +
-``mj_collision`` (ours includes the q check and forward kinematics too); and three G1 on the
+(`go2_trotting`), each with self-collision off and on, against MuJoCo on the same robot,
+meshes and configuration: ``mj_kinematics`` + ``mj_collision`` (ours includes the q check and
+forward kinematics too); and three G1 on the
 30-box pyramid (``scenes.pyramid_with_robots`` after 0.4 s, ours only: no MuJoCo model of
 that scene). Per pair type, our time is that of a
 detector allowed only that pair type minus one allowed no pair (the fixed cost: q check, FK,

@@ -19,9 +19,10 @@ narrow phase; `CollisionDetector._run_kernel`): the rest of detect() is the libr
 the copy of the output arrays.
 
 Robot scenes (``--only robots``): G1 lying on the floor and G1 falling (bench_step's
-settled states), Go2 standing (its scene's initial state), each with self-collision off and
-on, against MuJoCo on the same robot, meshes and configuration: ``mj_kinematics`` +
-``mj_collision`` (ours includes the q check and forward kinematics too); and three G1 on the
+settled states), Go2 standing (its scene's initial state) and trotting in place
+(`go2_trotting`), each with self-collision off and on, against MuJoCo on the same robot,
+meshes and configuration: ``mj_kinematics`` + ``mj_collision`` (ours includes the q check and
+forward kinematics too); and three G1 on the
 30-box pyramid (``scenes.pyramid_with_robots`` after 0.4 s, ours only: no MuJoCo model of
 that scene). Per pair type, our time is that of a
 detector allowed only that pair type minus one allowed no pair (the fixed cost: q check, FK,
@@ -231,11 +232,39 @@ def robot_states():
         out.append((name, "g1", w, sim.q.copy()))
     w = scenes.quadruped("go2")
     out.append(("go2-standing", "go2", w, w.q0.copy()))
+    out.append(("go2-trotting", "go2", w, go2_trotting(w)))
     # three G1 falling on the 30-box pyramid, the first one landed (0.4 s; cached in bench/results)
     w = scenes.pyramid_with_robots()
     sim = settled("pyramid_with_robots", w, 0.4, False)
     out.append(("pyramid-robots", None, w, sim.q.copy()))
     return out
+
+
+TROT_PERIOD = 0.4     # s: one gait cycle of `go2_trotting`
+
+
+def go2_trotting(w, duration=0.75):
+    """Go2 trotting in place: the standing scene's joint PD (`scenes.quadruped`) with the
+    diagonal leg pairs FL+RR and FR+RL lifted in turn (thigh +0.35 rad, calf −0.7 rad on a
+    half sine, period `TROT_PERIOD`), simulated `duration` s at dt 1 ms from the standing
+    state; returns q then (mid-swing of FR+RL: two feet on the ground)."""
+    pd = w.actuation
+    base = pd.q_target.copy()
+    names = [j.split("/", 1)[1] for j in pd.joints]
+    phase = np.array([0.0 if n[:2] in ("FL", "RR") else 0.5 for n in names])
+    lift = np.array([0.35 if "thigh" in n else (-0.7 if "calf" in n else 0.0) for n in names])
+
+    def ref(t):
+        s = np.sin(2 * np.pi * (t / TROT_PERIOD - phase))
+        return base + lift * np.maximum(s, 0.0)
+
+    pd.q_ref_fn = ref
+    try:
+        sim = simstep.Simulator(w, dt=1e-3)
+        sim.run(int(round(duration / 1e-3)))
+    finally:
+        pd.q_ref_fn = None
+    return sim.q.copy()
 
 
 def save_g1_lying():

@@ -45,7 +45,7 @@ def gjk_work():
                    np.zeros((3 * EPA_MAXF, 2), dtype=np.int64), np.full(2, -1, dtype=np.int64))
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def core_radius(kind, g, gsize):
     """Radius around the core of a sphere (its centre) or a capsule (its segment); 0 else."""
     if kind == SPHERE or kind == CAPSULE:
@@ -88,7 +88,7 @@ def support_core(kind, g, gsize, gR, gp, cverts, hg, d0, d1, d2, P, i, sv, j):
                 P[i, 2] += r * w2
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _support(a, b, gkind, gsize, gR, gp, cverts, hg, d0, d1, d2, ws, i):
     """Support point of A − B along d: ws.A[i] (of a along d), ws.B[i] (of b along −d),
     ws.W[i] = A[i] − B[i]."""
@@ -98,7 +98,7 @@ def _support(a, b, gkind, gsize, gR, gp, cverts, hg, d0, d1, d2, ws, i):
         ws.W[i, k] = ws.A[i, k] - ws.B[i, k]
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _d(W, i, j):
     return W[i, 0] * W[j, 0] + W[i, 1] * W[j, 1] + W[i, 2] * W[j, 2]
 
@@ -145,7 +145,7 @@ def _closest_triangle(W, a, b, c, lam):
     lam[a], lam[b], lam[c] = 1.0 - v - w, v, w
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _point2(W, lam, n):
     """|Σ lam_i W_i|² over the first n rows."""
     x = y = z = 0.0

@@ -85,7 +85,7 @@ def separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin,
     return ha + hb < -margin * dn
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _cache_axis(pc, s, d0, d1, d2):
     """Remember d as pair row s's separating direction (support vertices unknown)."""
     pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2] = d0, d1, d2

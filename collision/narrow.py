@@ -19,13 +19,16 @@ from . import gjk, hulls, patch, support, workspace
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .patch import build_patch, patch_along_normal
-from .support import INF_FEATURE, _support_box, support_feature
+from .support import INF_FEATURE, _support_box, box_height, support_feature, support_height
 from .workspace import (_VC1, _VC2, _VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VREF,
                         _cprr, _dotrr, _tangent_basis_v)
 
 # kernels here compile in those of these modules: drop the cache when they change
 models.jitcache.drop_stale_cache(__file__, [gjk.__file__, hulls.__file__, patch.__file__, support.__file__,
                                             workspace.__file__])
+
+# `support._support_box` inlined into `box_pair` (the box-box pairs of box scenes)
+_support_box_inline = njit(**_NONRT_INLINE)(_support_box.py_func)
 
 # pair types (`pair_table`)
 PAIR_NONE, PAIR_LIBRARY, PAIR_PLANE, PAIR_CORES, PAIR_BOXES, PAIR_SPHERE_BOX, PAIR_GJK = range(7)
@@ -139,63 +142,51 @@ def _segments_closest(A, ia, ja, B, ib, jb, C, ic1, ic2):
 
 
 @njit(**_NONRT_INLINE)
-def _feature(kind, g, gsize, gR, gp, cverts, coff, hg, V, i_d, tol, F, ordered):
-    """`support_feature` with the box's inlined (the box paths are the hot ones)."""
-    if kind == BOX:
-        return _support_box(g, gsize, gR, gp, V, i_d, tol, F)
-    return support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, V, i_d, tol, F, ordered)
-
-
-@njit(**_NONRT_INLINE)
 def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws):
     """A plane (the halfspace z <= 0 of its frame) against any other shape (either order): n
-    the plane's normal, the shape's support feature along -n, unordered (every vertex within
-    the tolerance of the deepest; when penetrating, of the plane)."""
-    if gkind[a] == PLANE:
-        for k in range(3):
-            V[_VN, k] = gR[a, k, 2]
-        for k in range(3):
-            V[_VPLA0, k] = gp[a, k]
-        _cprr(V, _VPLA1, V, _VN)
-        for k in range(3):
-            V[_VNEGN, k] = -V[_VN, k]
-        kb = gkind[b]
-        mB = _feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, False)
-        dmin = np.inf
-        pn = gp[a, 0] * V[_VN, 0] + gp[a, 1] * V[_VN, 1] + gp[a, 2] * V[_VN, 2]
-        for i in range(mB):
-            dd = _dotrr(FB, i, V, _VN) - pn
-            if dd < dmin:
-                dmin = dd
-                _cprr(V, _VPBW, FB, i)
-        if dmin > margin:
-            return 0
-        if dmin < 0.0:   # penetrating: every vertex up to tol above the plane, not only the deepest's tol
-            mB = _feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol - dmin, FB, False)
-        for k in range(3):
-            V[_VPAW, k] = V[_VPBW, k] - dmin * V[_VN, k]
-        return build_patch(FA, INF_FEATURE, FB, mB, V, PA, PB, ws)
+    the plane's normal (a → b), u = −(plane normal) the shape's direction towards the plane.
+    The shape's lowest point (`support_height` along u) decides the margin test before any
+    feature is built; then its support feature along u, unordered (every vertex within the
+    tolerance of the deepest; when penetrating, of the plane)."""
+    pa = gkind[a] == PLANE
+    P, s = (a, b) if pa else (b, a)            # the plane, the shape
+    sg = 1.0 if pa else -1.0                   # n = sg · (plane normal)
+    i_u = _VNEGN if pa else _VN                # row of u in V
+    i_pl0, i_pl1 = (_VPLA0, _VPLA1) if pa else (_VPLB0, _VPLB1)
+    i_ws, i_wp = (_VPBW, _VPAW) if pa else (_VPAW, _VPBW)   # witness rows: on the shape, on the plane
+    F = FB if pa else FA
     for k in range(3):
-        V[_VN, k] = -gR[b, k, 2]
-    for k in range(3):
-        V[_VPLB0, k] = gp[b, k]
-    _cprr(V, _VPLB1, V, _VN)
-    ka = gkind[a]
-    mA = _feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, False)
+        V[_VN, k] = sg * gR[P, k, 2]
+        V[_VNEGN, k] = -V[_VN, k]
+        V[i_pl0, k] = gp[P, k]
+    _cprr(V, i_pl1, V, _VN)
+    ks = gkind[s]
+    pu = gp[P, 0] * V[i_u, 0] + gp[P, 1] * V[i_u, 1] + gp[P, 2] * V[i_u, 2]
+    # heights above the plane are pu − x · u: the lowest point's first; beyond the margin no
+    # feature is needed; when penetrating, every vertex up to tol above the plane, not only
+    # the deepest's tol
+    if ks == BOX:
+        low = pu - box_height(s, gsize, gR, gp, V[i_u, 0], V[i_u, 1], V[i_u, 2])
+    else:
+        low = pu - support_height(ks, s, gsize, gR, gp, cverts, coff, hg, V[i_u, 0], V[i_u, 1], V[i_u, 2])
+    if low > margin:
+        return 0
+    tol_s = tol - min(low, 0.0)
+    if ks == BOX:   # the hot path of box scenes: the box's feature directly
+        m = _support_box(s, gsize, gR, gp, V, i_u, tol_s, F)
+    else:
+        m = support_feature(ks, s, gsize, gR, gp, cverts, coff, hg, V, i_u, tol_s, F, False)
     dmin = np.inf
-    pn = gp[b, 0] * V[_VN, 0] + gp[b, 1] * V[_VN, 1] + gp[b, 2] * V[_VN, 2]
-    for i in range(mA):
-        dd = pn - _dotrr(FA, i, V, _VN)
+    for i in range(m):
+        dd = pu - _dotrr(F, i, V, i_u)
         if dd < dmin:
             dmin = dd
-            _cprr(V, _VPAW, FA, i)
+            _cprr(V, i_ws, F, i)
     if dmin > margin:
         return 0
-    if dmin < 0.0:
-        mA = _feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol - dmin, FA, False)
     for k in range(3):
-        V[_VPBW, k] = V[_VPAW, k] + dmin * V[_VN, k]
-    return build_patch(FA, mA, FB, INF_FEATURE, V, PA, PB, ws)
+        V[i_wp, k] = V[i_ws, k] + dmin * V[i_u, k]
+    return build_patch(FA, INF_FEATURE if pa else m, FB, m if pa else INF_FEATURE, V, PA, PB, ws)
 
 
 @njit(**_NONRT)
@@ -257,8 +248,14 @@ def box_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, P
         return 0
     for k in range(3):
         V[_VNEGN, k] = -V[_VN, k]
-    mA = _support_box(a, gsize, gR, gp, V, _VN, tol, FA)
-    mB = _support_box(b, gsize, gR, gp, V, _VNEGN, tol, FB)
+    mA = mB = 0
+    for side in range(2):    # one inlined copy of `_support_box` for both boxes
+        g, i_d, F = (a, _VN, FA) if side == 0 else (b, _VNEGN, FB)
+        m = _support_box_inline(g, gsize, gR, gp, V, i_d, tol, F)
+        if side == 0:
+            mA = m
+        else:
+            mB = m
     if edge and mA == 2 and mB == 2:
         _segments_closest(FA, 0, 1, FB, 0, 1, V, _VPAW, _VPBW)
         for k in range(3):  # the SAT separation is the exact edge-edge distance along n

@@ -92,19 +92,19 @@ def _newell(F, m, V, io):
     return True
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _reverse(ws, r, m):
-    for i in range(m // 2):
-        ws[r, i], ws[r, m - 1 - i] = ws[r, m - 1 - i], ws[r, i]
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _area2(ws, ru, rv, m):
+@njit(**_NONRT_INLINE)
+def _ccw_area2(ws, ru, rv, m):
+    """Twice the area of the polygon of m points (ws[ru, i], ws[rv, i]) (m ≥ 3), its points
+    reversed in place first if they run clockwise (so the area returned is ≥ 0)."""
     s = 0.0
     for i in range(m):
         j = (i + 1) % m
         s += ws[ru, i] * ws[rv, j] - ws[ru, j] * ws[rv, i]
-    return s
+    if s < 0:
+        for i in range(m // 2):
+            ws[ru, i], ws[ru, m - 1 - i] = ws[ru, m - 1 - i], ws[ru, i]
+            ws[rv, i], ws[rv, m - 1 - i] = ws[rv, m - 1 - i], ws[rv, i]
+    return abs(s)
 
 
 @njit(**_NONRT)
@@ -226,20 +226,17 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
             for i in range(mB):
                 ws[4, i] = _dotrr(FB, i, V, _VT1)
                 ws[5, i] = _dotrr(FB, i, V, _VT2)
-            if mA >= 3 and _area2(ws, 2, 3, mA) < 0:
-                _reverse(ws, 2, mA)
-                _reverse(ws, 3, mA)
-            if mB >= 3 and _area2(ws, 4, 5, mB) < 0:
-                _reverse(ws, 4, mB)
-                _reverse(ws, 5, mB)
+            # counter-clockwise (reversed if not), with their areas (twice)
+            areaA = _ccw_area2(ws, 2, 3, mA) if mA >= 3 else 0.0
+            areaB = _ccw_area2(ws, 4, 5, mB) if mB >= 3 else 0.0
             if mA >= 3 and mB >= 3:
-                if abs(_area2(ws, 2, 3, mA)) > 1e-16 and abs(_area2(ws, 4, 5, mB)) > 1e-16:
+                if areaA > 1e-16 and areaB > 1e-16:
                     m = _clip_polygon(ws, 4, 5, mB, 2, 3, mA, 0, 1, 6, 7)
             elif mA >= 3:
-                if abs(_area2(ws, 2, 3, mA)) > 1e-16:
+                if areaA > 1e-16:
                     m = _clip_segment(ws[4, 0], ws[5, 0], ws[4, 1], ws[5, 1], ws, 2, 3, mA, 0, 1)
             elif mB >= 3:
-                if abs(_area2(ws, 4, 5, mB)) > 1e-16:
+                if areaB > 1e-16:
                     m = _clip_segment(ws[2, 0], ws[3, 0], ws[2, 1], ws[3, 1], ws, 4, 5, mB, 0, 1)
             else:  # two segments: an overlap only if parallel
                 dau, dav = ws[2, 1] - ws[2, 0], ws[3, 1] - ws[3, 0]
@@ -261,14 +258,13 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     k = 0
     if m > 0 and (mA == INF_FEATURE or mB == INF_FEATURE):
         # against a plane the feature's own points are exact (no lift: the support set of a
-        # convex hull within the tolerance need not be planar)
+        # convex hull within the tolerance need not be planar); the plane's points lifted
+        pa = mA == INF_FEATURE
+        F, P, Q = (FB, PB, PA) if pa else (FA, PA, PB)
+        iX0, iXn = (_VXA0, _VXAN) if pa else (_VXB0, _VXBN)
         for i in range(m):
-            if mA == INF_FEATURE:
-                _cprr(PB, i, FB, i)
-                _lift(FA, mA, V, _VXA0, _VXAN, ws[0, i], ws[1, i], PA, i)
-            else:
-                _cprr(PA, i, FA, i)
-                _lift(FB, mB, V, _VXB0, _VXBN, ws[0, i], ws[1, i], PB, i)
+            _cprr(P, i, F, i)
+            _lift(F, INF_FEATURE, V, iX0, iXn, ws[0, i], ws[1, i], Q, i)
         return m
     for i in range(m):
         if not _lift(FA, mA, V, _VXA0, _VXAN, ws[0, i], ws[1, i], PA, k):
@@ -283,7 +279,7 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     return k
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _mid(PA, PB, i, k):
     return 0.5 * (PA[i, k] + PB[i, k])
 
@@ -481,7 +477,7 @@ def keep_witness(PA, PB, m, V, tol, exact):
     return m
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _exact_witnesses(FA, mA, FB, mB, V):
     """Witnesses V[_VPAW], V[_VPBW] from the support features FA (along n = V[_VN]) and FB
     (along -n), one of which is a single point: that point, and the other witness at the

@@ -23,9 +23,9 @@ INF_FEATURE = -1    # feature size of a plane (infinite face)
 models.jitcache.drop_stale_cache(__file__, [hulls.__file__, workspace.__file__])
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
-    """`support_feature` of box g (inlined on the box-box and box-plane paths)."""
+    """`support_feature` of box g (called directly on the box-box and box-plane paths)."""
     # per local axis j: span the face (both signs) when |d_j| is within the tolerance
     ns = 0
     sg0 = sg1 = sg2 = 0.0
@@ -166,13 +166,13 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     return j
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _cvert_world(gR, gp, g, cverts, i, k):
     """Coordinate k of convex vertex i of geometry g in the world."""
     return gp[g, k] + gR[g, k, 0] * cverts[i, 0] + gR[g, k, 1] * cverts[i, 1] + gR[g, k, 2] * cverts[i, 2]
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _before(hg, i, j):
     """Lexicographic (u, v, index) order of hull face points i, j (`_hull_face`)."""
     ui, uj = hg.su[i], hg.su[j]
@@ -183,7 +183,7 @@ def _before(hg, i, j):
     return i < j
 
 
-@njit(**_NONRT_INLINE)
+@njit(**_NONRT)
 def _chain_push(hull, h, lo, i, su, sv):
     """Monotone chain step: pop the stack hull[:h] (down to lo entries) while its last two
     points and point i do not turn left, push i; returns the new h."""
@@ -247,6 +247,15 @@ def _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out):
 
 
 @njit(**_NONRT)
+def box_height(g, gsize, gR, gp, d0, d1, d2):
+    """max over box g of x · d (`support_height` of a box)."""
+    t = gp[g, 0] * d0 + gp[g, 1] * d1 + gp[g, 2] * d2
+    for j in range(3):
+        t += gsize[g, j] * abs(gR[g, 0, j] * d0 + gR[g, 1, j] * d1 + gR[g, 2, j] * d2)
+    return t
+
+
+@njit(**_NONRT)
 def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
     """max over geometry g of x · d (m, d need not be unit) for the kinds with a closed-form
     support (sphere, capsule, cylinder, box) and convex hulls (`hull_climb`); nan for
@@ -262,10 +271,7 @@ def support_height(kind, g, gsize, gR, gp, cverts, coff, hg, d0, d1, d2):
             return c + h * abs(du) + r * dn
         return c + h * abs(du) + r * np.sqrt(max(dn * dn - du * du, 0.0))
     if kind == BOX:
-        t = 0.0
-        for j in range(3):
-            t += gsize[g, j] * abs(gR[g, 0, j] * d0 + gR[g, 1, j] * d1 + gR[g, 2, j] * d2)
-        return c + t
+        return box_height(g, gsize, gR, gp, d0, d1, d2)
     if kind == CONVEX:
         l0 = gR[g, 0, 0] * d0 + gR[g, 1, 0] * d1 + gR[g, 2, 0] * d2      # d in the geometry frame
         l1 = gR[g, 0, 1] * d0 + gR[g, 1, 1] * d1 + gR[g, 2, 1] * d2

@@ -33,33 +33,13 @@ def patch_workspace():
                      np.zeros((NWS, MAXF)), np.zeros((NV3, 3)), np.zeros(4, dtype=np.int64))
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _cp3(dst, src):
-    """dst[:3] = src[:3] element by element (numba's slice assignment checks for overlap
-    and may copy through a temporary)."""
-    dst[0] = src[0]
-    dst[1] = src[1]
-    dst[2] = src[2]
-
-
-@njit(cache=True, inline="always", error_model="numpy")
-def _dotr(A, i, b):
-    """A[i] · b without making a view of the row."""
-    return A[i, 0] * b[0] + A[i, 1] * b[1] + A[i, 2] * b[2]
-
-
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _dotrr(A, i, B, j):
     """A[i] · B[j] without views."""
     return A[i, 0] * B[j, 0] + A[i, 1] * B[j, 1] + A[i, 2] * B[j, 2]
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(**_NONRT)
 def _cprr(A, i, B, j):
     """A[i] = B[j] without views."""
     A[i, 0] = B[j, 0]

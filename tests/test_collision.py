@@ -303,6 +303,27 @@ def test_g1_lying_mesh_hulls_on_ground(cfg):
     check_frames(c)
 
 
+@pytest.mark.parametrize("lift", [-5e-3, 0.0, 0.012, 0.03])
+def test_g1_hulls_near_ground_within_margin(lift):
+    """Plane pairs decide the margin on the shape's exact lowest point before building its
+    support feature: G1 lying, raised by `lift`, with a 2 cm margin reports exactly the
+    geometries whose lowest vertex (the trimesh oracle) is within the margin, each with that
+    distance, natively as coal does."""
+    margin = 0.02
+    w, q, low = g1_world(lying=True, depth=0.0)
+    q[2] += lift
+    low = {i: z + lift for i, z in low.items()}
+    assert all(abs(z - margin) > 1e-5 for z in low.values())    # no geometry on the margin's edge
+    expect = {i for i, z in low.items() if z <= margin}
+    assert len(expect) >= (2 if lift < margin else 0)
+    for native in (True, False):
+        c = CollisionDetector(w, margin=margin, native=native, self_collision=False).detect(q)
+        ground = c.body2 == -1
+        assert set(c.geom1[ground]) == expect
+        for gi in expect:
+            assert np.isclose(c.distance[ground & (c.geom1 == gi)].min(), low[gi], atol=1e-6)
+
+
 # ---------------------------------------------------------------- convention
 def pair_world(kind):
     b = simstep.WorldBuilder()

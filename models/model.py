@@ -7,6 +7,7 @@ so a call passes few arguments.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,9 +181,27 @@ class Model:
         self.collision_geometries = list(collision_geometries)
         self.visual_geometries = list(visual_geometries)
         self.mimic = list(mimic)
-        # tree orders for the algorithms that walk subtrees (PV-OSIMr, proxPV, proxLTL)
-        self.preorder, self.subtree_size = subtree_preorder(self.parent)
-        self.dof_parent = dof_parents(self.parent, self.idx_v, self.nvs)
+
+    # ------------------------------------------------------------------ tree orders
+    # for the algorithms that walk subtrees (PV-OSIMr, proxPV, proxLTL); made on first use
+    @functools.cached_property
+    def _tree_orders(self):
+        return subtree_preorder(self.parent)
+
+    @property
+    def preorder(self):
+        """(n,) int64: each link's depth-first preorder index (`subtree_preorder`)."""
+        return self._tree_orders[0]
+
+    @property
+    def subtree_size(self):
+        """(n,) int64: the number of links in each link's subtree (itself included)."""
+        return self._tree_orders[1]
+
+    @functools.cached_property
+    def dof_parent(self):
+        """(nv,) int64: the dof tree of M's sparsity (`dof_parents`)."""
+        return dof_parents(self.parent, self.idx_v, self.nvs)
 
     # ------------------------------------------------------------------ views
     @property

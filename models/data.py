@@ -82,8 +82,21 @@ class Data:
         parent = model.jint[:, JI_PARENT]
         self._leaf[parent[parent >= 0]] = False
         self._factored = False
+        self._make_state()
+
+    def _make_state(self):
         self.state = DataState(self.oR, self.op, self.S, self.H, self.IA, self.U, self.Dinv, self.vel, self.acc,
                                self._pA, self._leaf)
+
+    def __getstate__(self):
+        """Picklable (snapshots, rollout workers): the `DataState` handle is rebuilt on load."""
+        s = self.__dict__.copy()
+        del s["state"]
+        return s
+
+    def __setstate__(self, s):
+        self.__dict__.update(s)
+        self._make_state()
 
     def compute(self, q):
         """Kinematics, world S and H, and the articulated factorisation at q (O(n))."""

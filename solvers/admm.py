@@ -61,7 +61,7 @@ from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
-                      op_solve)
+                      op_solve, state_max_eigenvalue)
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
@@ -587,18 +587,18 @@ class ADMMSolver:
         Rc = None if compliance is None or not np.any(compliance) else \
             np.broadcast_to(np.asarray(compliance, float), (m,)).copy()
 
+        state = compiled_state(op, m)
         if max_eigenvalue is not None:
             L = float(max_eigenvalue)
         elif hasattr(op, "max_eigenvalue"):
             L = float(op.max_eigenvalue())
-        else:
-            L = max_eigenvalue(op, m, st.eig_iters)
+        else:         # an operator with only matvec: Lanczos on the explicit G its state holds
+            L = float(state_max_eigenvalue(state, st.eig_iters))
         L = max(L, 1e-12)
         mm = st.mu_prox + (0.0 if Rc is None else float(Rc.min()))
         # λ_max of the scaled G: kept while the caller's λ_max(G) (cached per constraint graph) is
         L_scaled = self._scaled_eig[1] if self._scaled_eig[0] == (L, m) else 0.0
 
-        state = compiled_state(op, m)
         use_x0 = bool(st.warm_start and x0 is not None)
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
         if use_x0 and x0.shape != (m,):

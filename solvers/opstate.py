@@ -241,7 +241,8 @@ def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
 
 
 @njit(cache=True)
-def _state_max_eigenvalue(state, iters):
+def state_max_eigenvalue(state, iters):
+    """λ_max(G) of an `OperatorState` (`op_max_eigenvalue`, unscaled)."""
     return op_max_eigenvalue(state.dense, state.geo, state.ws, state.dn, np.empty(0), iters)
 
 
@@ -249,4 +250,4 @@ def max_eigenvalue(op, m, iters=20):
     """λ_max(G) of any operator (`op_max_eigenvalue` on `compiled_state(op, m)`); 0 for m = 0."""
     if m == 0:
         return 0.0
-    return float(_state_max_eigenvalue(compiled_state(op, m), int(iters)))
+    return float(state_max_eigenvalue(compiled_state(op, m), int(iters)))

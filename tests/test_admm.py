@@ -176,6 +176,28 @@ def test_iteration_cap_is_reported():
     assert np.isfinite(res.lam).all() and res.primal_residual > 0
 
 
+def test_operator_with_only_matvec():
+    """An operator offering only ``matvec`` (no λ_max estimate, no compiled state): the solve
+    runs on its explicit G (built from m products) with λ_max from the same Lanczos, and gives
+    the iterates of the explicit DenseOp with that λ_max passed in."""
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(6, 9))
+    G = A @ A.T
+    g = rng.normal(size=6)
+    cones = ConeSet.contacts(np.full(2, 0.5))
+
+    class MatvecOnly:
+        def matvec(self, x):
+            return G @ x
+
+    r = ADMMSolver().solve(MatvecOnly(), g, cones)
+    L = lanczos_max_eigenvalue(lambda x: G @ x, 6)
+    ref = ADMMSolver().solve(MatvecOnly(), g, cones, max_eigenvalue=L)
+    assert r.converged and r.iterations == ref.iterations
+    assert np.allclose(r.lam, ref.lam, rtol=0, atol=1e-12)
+    assert r.velocity_change is None       # no M to give M⁻¹ Jᵀ λ
+
+
 def test_lanczos_max_eigenvalue():
     rng = np.random.default_rng(0)
     A = rng.normal(size=(300, 200))

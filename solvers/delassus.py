@@ -268,7 +268,7 @@ class MatrixFreeDelassus(_Rows):
         factor storage exists but holds a factorisation only after `update_damping`. The same
         tuple objects come back while the Data, factor storage and workspaces are the same
         objects (the last two Data, which a simulator alternates), so callers can cache per
-        tuple identity (`solvers.opstate.operator_state`)."""
+        tuple identity (`compiled_state`, `solvers.opstate.StateCache`)."""
         self._need_aba()
         if self._st is None:
             self._structure()

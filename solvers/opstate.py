@@ -28,9 +28,22 @@ from numba import njit
 from numba.core import types
 from numba.experimental import structref
 
+import models.dynamics
+import models.joints
+import models.kinematics
+import models.spatial
+from models.jitcache import drop_stale_cache
+
+from . import delassus_kernels as _dk
+from . import lcaba_kernels as _lk
+from . import scaling as _scaling
 from .delassus_kernels import Explicit, dense_factor, dense_solve, jt_minv_kernel, mf_matvec
 from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
+
+# the compiled operations here compile in the operator kernels and the `models` kernels they call
+drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _scaling.__file__, models.dynamics.__file__,
+                            models.kinematics.__file__, models.spatial.__file__, models.joints.__file__])
 
 
 @structref.register

@@ -341,10 +341,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
     it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished = admm_iterations(
         state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist)
-    if it == 0 and not state.dense and dv.shape[0] > 0:
-        # no iteration: λ is 0 or the warm start, whose test's product G λ = J (M⁻¹ Jᵀ λ) left
-        # M⁻¹ Jᵀ λ in the workspace's q̈ (`delassus_kernels.matvec_kernel`), the same numbers
-        if warm:
+    if (it == 0 or polished) and not state.dense and dv.shape[0] > 0:
+        # λ is 0, the warm start or an accepted polish: the test of the last of these took the
+        # product G λ = J (M⁻¹ Jᵀ λ), which left M⁻¹ Jᵀ λ in the workspace's q̈
+        # (`delassus_kernels.matvec_kernel`): the same numbers as a second sweep
+        if warm or polished:
             dv[:] = state.ws.qdd
         else:
             dv[:] = 0.0

@@ -329,10 +329,14 @@ class CollisionDetector:
 def detect(world, q, backend="coal", margin=0.0, **options):
     """Contacts of `world` at configuration q (see `CollisionDetector` for the options).
 
-    Convenience over a `CollisionDetector` cached on the world per option set.
+    Convenience over a `CollisionDetector` per option set, kept in the world's
+    ``collision_detectors`` (`simstep.World` declares it); any other world (a `models.Model`)
+    gets a new detector per call: hold a `CollisionDetector` to reuse one.
     """
+    cache = getattr(world, "collision_detectors", None)
+    if cache is None:
+        return CollisionDetector(world, backend=backend, margin=margin, **options).detect(q)
     key = (backend, float(margin), tuple(sorted((k, repr(v)) for k, v in options.items())))
-    cache = world.__dict__.setdefault("_collision_detectors", {})
     det = cache.get(key)
     if det is None:
         det = cache[key] = CollisionDetector(world, backend=backend, margin=margin, **options)

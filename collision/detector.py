@@ -127,6 +127,7 @@ class CollisionDetector:
         self.allow = self._filter(model, skip_adjacent, self_collision, exclude)
         self.planes = np.flatnonzero(S.kind == PLANE).astype(np.int64)
         self.others = np.flatnonzero(S.kind != PLANE).astype(np.int64)
+        self._order = np.arange(len(self.others), dtype=np.int64)   # the broad phase's sweep order
         self.pair_table = pair_table(self.native)    # pair type of each (kind, kind): `narrow`
         self._pair_cache = self._make_pair_cache()
         n = model.nbodies
@@ -180,7 +181,7 @@ class CollisionDetector:
         if self._state is None:
             self._state = make_state(self.shapes, self.allow, self.planes, self.others, self.pair_table,
                                      self.margin, self.tol, self._pair_cache, self._gR, self._gp, self._lo,
-                                     self._hi, self._pairs, self._lib, self._out)
+                                     self._hi, self._order, self._pairs, self._lib, self._out)
         return self._state
 
     def _filter(self, model, skip_adjacent, self_collision, exclude):

@@ -80,13 +80,13 @@ def detect_kernel(st, oR, op):
 
     Returns (number of candidate pairs, number of library pairs, number of contacts written);
     counts beyond the buffers mean "grow and call again"."""
-    placements_kernel(st.body, st.Rl, st.pl, oR, op, st.gR, st.gp)
-    aabb_kernel(st.kind, st.gR, st.gp, st.lc, st.le, st.margin, st.lo, st.hi)
-    npairs = broadphase_kernel(st.kind, st.gR, st.gp, st.lo, st.hi, st.allow, st.margin, st.planes, st.others,
-                               st.pairs)
-    if npairs > st.pairs.shape[0]:
+    kind, gR, gp, lo, hi, pairs, margin = st.kind, st.gR, st.gp, st.lo, st.hi, st.pairs, st.margin
+    placements_kernel(st.body, st.Rl, st.pl, oR, op, gR, gp)
+    aabb_kernel(kind, gR, gp, st.lc, st.le, margin, lo, hi)
+    npairs = broadphase_kernel(kind, gR, gp, lo, hi, st.allow, margin, st.planes, st.others, st.order, pairs)
+    if npairs > pairs.shape[0]:
         return npairs, 0, 0
-    nlib, k = narrow_phase(npairs, st.pairs, st.lib, st.body, st.kind, st.size, st.gR, st.gp, st.lc, st.cverts,
-                           st.coff, st.hull, st.table, st.pc, st.margin, st.tol, st.friction, st.restitution,
-                           st.compliance, st.out_i, st.out_p, st.out_R, st.out_s, st.pw, st.gw, st.G)
+    nlib, k = narrow_phase(npairs, pairs, st.lib, st.body, kind, st.size, gR, gp, st.lc, st.cverts, st.coff,
+                           st.hull, st.table, st.pc, margin, st.tol, st.friction, st.restitution, st.compliance,
+                           st.out_i, st.out_p, st.out_R, st.out_s, st.pw, st.gw, st.G)
     return npairs, nlib, k

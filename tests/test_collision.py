@@ -615,6 +615,8 @@ def test_filters_adjacent_groups_exclusions_static(tmp_path):
 
 
 def test_broad_phase_matches_brute_force():
+    """Candidate pairs of one detector over configurations far apart against every allowed pair of
+    overlapping AABBs."""
     w = random_scene(7)
     det = CollisionDetector(w, margin=0.01)
     for seed in range(5):
@@ -636,6 +638,9 @@ def test_broad_phase_matches_brute_force():
                 elif np.all(lo[a] <= hi[b]) and np.all(lo[b] <= hi[a]):
                     brute.add((a, b))
         assert cand == brute
+        # the sweep order kept across calls (insertion sort from the last one) is sorted by lower x
+        assert np.all(np.diff(lo[det.others[det._order], 0]) >= 0)
+        assert sorted(det._order) == list(range(len(det.others)))
 
 
 def test_keys_stable_under_small_motion():

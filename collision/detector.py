@@ -101,6 +101,9 @@ class CollisionDetector:
     patch_tolerance (m): points within this distance of the support plane form the patch.
     Group/mask filter (MuJoCo's contype/conaffinity): a pair is tested if
     ``(group1 & mask2) or (group2 & mask1)``. Static–static pairs are never tested.
+
+    The compiled state (`state.DetectState`, made once) references the detector's arrays: the
+    filter ``allow`` (ng, ng) uint8 may be changed in place, not rebound.
     """
 
     def __init__(self, world, backend="coal", margin=0.0, native=True, skip_adjacent=True,

@@ -30,6 +30,17 @@ placements, AABBs, broad phase), written to bench/results/bench_collision_robots
 .png.
 
     python bench/bench_collision.py [--number 200] [--rounds 5] [--only boxes|robots]
+
+Same-run A/B against another checkout (``--baseline DIR``, e.g. a git worktree of main): the
+step's detection (`Simulator.step` passes the placements of its kinematics: no FK, no q check)
+and ``detect(q)`` on bench_step's settled 10-box triangle and 30-box square pyramids, G1 lying
+(self-collision off and on), Go2 standing and trotting and the three G1 on the pyramid, each
+tree in its own worker process, blocks alternating; each block's time is the best of
+`--repeat` batches of `--number` calls; medians and p95 over `--rounds` blocks, the ratio of
+the medians, MuJoCo's ``mj_kinematics + mj_collision`` timed in the same rounds, and whether
+the two trees' contact arrays are identical (a digest of every field):
+
+    python bench/bench_collision.py --baseline ../main-checkout [--number 50 --repeat 30 --rounds 7]
 """
 import argparse
 import json
@@ -37,10 +48,12 @@ import os
 import platform
 import sys
 import timeit
+import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# --baseline's workers import the tree they measure (BENCH_COLLISION_TREE), not this one
+sys.path.insert(0, os.environ.get("BENCH_COLLISION_TREE") or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import collision  # noqa: E402
 from collision import kinds  # noqa: E402
 import models  # noqa: E402
@@ -221,23 +234,27 @@ def mujoco_qpos(world, robot, m, q):
     return qpos
 
 
-def robot_states():
-    """(name, robot, world, q) of the robot scenes (robot None: no MuJoCo model of the scene)."""
+def robot_states(only=None):
+    """(name, robot, world, q) of the robot scenes (robot None: no MuJoCo model of the scene);
+    only: the index of one of them, returned alone."""
     import scenes
     from bench.bench_step import g1_world, settled
-    out = []
-    for name, settle in (("g1-lying", 3.0), ("g1-falling", 0.3)):
+
+    def g1(name, settle):
         w = g1_world()
-        sim = settled(name.replace("-", "_"), w, settle, False)
-        out.append((name, "g1", w, sim.q.copy()))
-    w = scenes.quadruped("go2")
-    out.append(("go2-standing", "go2", w, w.q0.copy()))
-    out.append(("go2-trotting", "go2", w, go2_trotting(w)))
-    # three G1 falling on the 30-box pyramid, the first one landed (0.4 s; cached in bench/results)
-    w = scenes.pyramid_with_robots()
-    sim = settled("pyramid_with_robots", w, 0.4, False)
-    out.append(("pyramid-robots", None, w, sim.q.copy()))
-    return out
+        return name, "g1", w, settled(name.replace("-", "_"), w, settle, False).q.copy()
+
+    def go2(trot):
+        w = scenes.quadruped("go2")
+        return ("go2-trotting", "go2", w, go2_trotting(w)) if trot else ("go2-standing", "go2", w, w.q0.copy())
+
+    def robots():   # three G1 falling on the 30-box pyramid, the first one landed (0.4 s; cached in bench/results)
+        w = scenes.pyramid_with_robots()
+        return "pyramid-robots", None, w, settled("pyramid_with_robots", w, 0.4, False).q.copy()
+
+    makers = [lambda: g1("g1-lying", 3.0), lambda: g1("g1-falling", 0.3), lambda: go2(False), lambda: go2(True),
+              robots]
+    return makers[only]() if only is not None else [m() for m in makers]
 
 
 TROT_PERIOD = 0.4     # s: one gait cycle of `go2_trotting`
@@ -376,16 +393,150 @@ def plot_robots(rows, path):
     fig.savefig(path, dpi=110)
 
 
+# ---------------------------------------------------------------- same-run A/B against another tree
+AB_SCENES = ("triangle-10", "square-30", "g1-lying", "g1-lying-self", "go2-standing", "go2-standing-self",
+             "go2-trotting", "pyramid-robots")
+
+
+def ab_detector(name):
+    """(detector, MuJoCo robot or None) of an A/B scene, built with the code on sys.path: the
+    pyramids with their simulator's own detector, the robots with a 2 mm margin,
+    self-collision off unless the name ends in -self."""
+    import scenes
+    from bench.bench_step import DT, box_scene, g1_world
+    if name in ("triangle-10", "square-30"):
+        return simstep.Simulator(box_scene(name.split("-")[0], 4, 0.1)[0], dt=DT).detector, None
+    base = name[:-5] if name.endswith("-self") else name
+    if base == "g1-lying":
+        w, robot = g1_world(), "g1"
+    elif base.startswith("go2"):
+        w, robot = scenes.quadruped("go2"), "go2"
+    else:
+        w, robot = scenes.pyramid_with_robots(), None
+    return collision.CollisionDetector(w, self_collision=name.endswith("-self"), margin=ROBOT_MARGIN), robot
+
+
+def ab_configuration(name):
+    """q of an A/B scene (computed once, by this tree, for both): bench_step's pyramids after 2 s,
+    the robot scenes' states of `robot_states`."""
+    from bench.bench_step import box_scene, settled as step_settled
+    if name in ("triangle-10", "square-30"):
+        shape = name.split("-")[0]
+        return step_settled(shape, box_scene(shape, 4, 0.1)[0], 2.0, False).q.copy()
+    base = name[:-5] if name.endswith("-self") else name
+    return robot_states(only={"g1-lying": 0, "go2-standing": 2, "go2-trotting": 3, "pyramid-robots": 4}[base])[3]
+
+
+def ab_worker():
+    """Serve A/B requests on stdin ("scene number repeat q.npy"): the best per-call µs of the
+    step's detection (placements given) and of detect(q), the contact count and a digest."""
+    import hashlib
+    warnings.simplefilter("ignore")
+    cache = {}
+    for line in sys.stdin:
+        name, number, repeat, qpath = line.split()
+        if name not in cache:
+            det, _ = ab_detector(name)
+            q = np.load(qpath)
+            data = models.Data(det.model)
+            data.compute(q)
+            c = det.detect(q, placements=(data.oR, data.op))
+            h = hashlib.sha1()
+            for f in ("body1", "body2", "geom1", "geom2", "key", "position", "frame", "distance", "friction",
+                      "restitution", "compliance"):
+                h.update(np.ascontiguousarray(getattr(c, f)).tobytes())
+            cache[name] = (det, q, (data.oR, data.op), len(c), h.hexdigest())
+        det, q, pl, k, digest = cache[name]
+        n, r = int(number), int(repeat)
+        step = min(timeit.repeat(lambda: det.detect(q, placements=pl), number=n, repeat=r)) / n * 1e6
+        full = min(timeit.repeat(lambda: det.detect(q), number=n, repeat=r)) / n * 1e6
+        print(json.dumps(dict(step=step, detect=full, contacts=k, digest=digest)), flush=True)
+
+
+def run_ab(baseline, number, repeat, rounds):
+    """Blocks of the baseline tree, this tree and MuJoCo, alternating (see the module docstring)."""
+    import subprocess
+    import tempfile
+    import mujoco
+    here = os.path.dirname(HERE)
+    trees = {"base": os.path.abspath(baseline), "new": here}
+    procs = {t: subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ab-worker"], cwd=p, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 env=dict(os.environ, BENCH_COLLISION_TREE=p, PYTHONPATH=p))
+             for t, p in trees.items()}
+    rows = []
+    tmp = tempfile.mkdtemp()
+    for name in AB_SCENES:
+        det, robot = ab_detector(name)
+        q = ab_configuration(name)
+        qpath = os.path.join(tmp, f"{name}.npy")
+        np.save(qpath, q)
+        mj = None
+        if robot is not None:
+            mjm = mujoco_robot(robot, name.endswith("-self"))
+            mjm.geom_margin[:] = ROBOT_MARGIN / 2
+            mjd = mujoco.MjData(mjm)
+            mjd.qpos[:] = mujoco_qpos(det.world, robot, mjm, q)
+
+            def mj():
+                mujoco.mj_kinematics(mjm, mjd)
+                mujoco.mj_collision(mjm, mjd)
+        res = {t: [] for t in trees}
+        mjt = []
+        for r in range(rounds):
+            for t in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                procs[t].stdin.write(f"{name} {number} {repeat} {qpath}\n")
+                procs[t].stdin.flush()
+                res[t].append(json.loads(procs[t].stdout.readline()))
+            if mj is not None:
+                mjt.append(min(timeit.repeat(mj, number=number, repeat=repeat)) / number * 1e6)
+        row = dict(scene=name, contacts=res["new"][0]["contacts"], base_contacts=res["base"][0]["contacts"],
+                   identical=res["new"][0]["digest"] == res["base"][0]["digest"],
+                   mujoco_us=float(np.median(mjt)) if mjt else None,
+                   mujoco_contacts=int(mjd.ncon) if mjt else None)
+        for key in ("step", "detect"):
+            b, n = np.array([x[key] for x in res["base"]]), np.array([x[key] for x in res["new"]])
+            row.update({f"{key}_base_us": float(np.median(b)), f"{key}_base_p95_us": float(np.percentile(b, 95)),
+                        f"{key}_new_us": float(np.median(n)), f"{key}_new_p95_us": float(np.percentile(n, 95)),
+                        f"{key}_ratio": float(np.median(n) / np.median(b))})
+        rows.append(row)
+        mjtxt = f"  mujoco {row['mujoco_us']:6.1f} ({row['mujoco_contacts']:3d})" if mjt else ""
+        print(f"{name:<18} step path: base {row['step_base_us']:6.1f} (p95 {row['step_base_p95_us']:6.1f}) "
+              f"new {row['step_new_us']:6.1f} (p95 {row['step_new_p95_us']:6.1f}) x{row['step_ratio']:.3f} | "
+              f"detect(q): base {row['detect_base_us']:6.1f} new {row['detect_new_us']:6.1f} "
+              f"x{row['detect_ratio']:.3f} | contacts {row['contacts']:3d} identical {row['identical']}{mjtxt}",
+              flush=True)
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+    return rows
+
+
 def main():
+    if "--ab-worker" in sys.argv:
+        return ab_worker()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--number", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", choices=("boxes", "robots"), default=None)
     ap.add_argument("--save-g1-lying", action="store_true", help="write tests/data/g1_lying.npz and exit")
+    ap.add_argument("--baseline", metavar="DIR", help="same-run A/B of the detection against the checkout in DIR")
+    ap.add_argument("--repeat", type=int, default=30, help="--baseline: batches per block (the best is kept)")
     args = ap.parse_args()
     if args.save_g1_lying:
         return save_g1_lying()
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    if args.baseline:
+        print(f"load before: {open('/proc/loadavg').read().split()[:3]}")
+        rows = run_ab(args.baseline, args.number, args.repeat, args.rounds)
+        print(f"load after: {open('/proc/loadavg').read().split()[:3]}")
+        path = os.path.join(HERE, "results", "bench_collision_ab.json")
+        with open(path, "w") as f:
+            json.dump(dict(benchmark="collision detection per call, this tree against a baseline checkout",
+                           baseline=os.path.abspath(args.baseline), number=args.number, repeat=args.repeat,
+                           rounds=args.rounds, rows=rows), f, indent=1)
+        print(f"wrote {path}")
+        return
     if args.only != "robots":
         main_boxes(args)
     if args.only != "boxes":

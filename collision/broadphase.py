@@ -3,7 +3,7 @@
 import numpy as np
 from numba import njit
 
-from .jitopts import _JIT, _NONRT
+from .jitopts import _NONRT
 from .kinds import PLANE
 
 
@@ -41,21 +41,33 @@ def aabb_kernel(gkind, gR, gp, lc, le, inflate, lo, hi):
             hi[g, i] = c + h
 
 
-@njit(**_JIT)
-def broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pairs):
+@njit(**_NONRT)
+def sort_by_lower_x(lo, others, order):
+    """Insertion sort of order (m,) int64, a permutation of the rows of others, by (lo[others[i],
+    0], i): kept across calls, so the boxes that moved little since the last call cost O(m)."""
+    for i in range(1, order.shape[0]):
+        o = order[i]
+        x = lo[others[o], 0]
+        j = i - 1
+        while j >= 0 and (lo[others[order[j]], 0] > x or (lo[others[order[j]], 0] == x and order[j] > o)):
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = o
+
+
+@njit(**_NONRT)
+def broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, order, pairs):
     """Candidate pairs (a < b) into pairs (cap, 2); returns their count (may exceed cap).
 
-    Non-plane geometries: sweep and prune along x over AABBs; planes: every allowed shape
-    whose AABB reaches within `margin` of the halfspace. allow (ng, ng) uint8 is the filter.
+    Non-plane geometries: sweep and prune along x over AABBs (order: their sort by lower x,
+    `sort_by_lower_x`, kept across calls); planes: every allowed shape whose AABB reaches
+    within `margin` of the halfspace. allow (ng, ng) uint8 is the filter.
     """
     cap = pairs.shape[0]
     k = 0
     m = others.shape[0]
     if m > 1:
-        keys = np.empty(m)
-        for i in range(m):
-            keys[i] = lo[others[i], 0]
-        order = np.argsort(keys)
+        sort_by_lower_x(lo, others, order)
         for ii in range(m):
             a = others[order[ii]]
             for jj in range(ii + 1, m):

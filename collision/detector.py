@@ -36,6 +36,7 @@ from .kinds import PLANE
 from .midphase import PairCache
 from .narrow import PAIR_GJK, PAIR_LIBRARY, pair_table
 from .shapes import CollisionError, ShapeTable
+from .state import make_state
 
 
 class Contacts:
@@ -100,6 +101,9 @@ class CollisionDetector:
     patch_tolerance (m): points within this distance of the support plane form the patch.
     Group/mask filter (MuJoCo's contype/conaffinity): a pair is tested if
     ``(group1 & mask2) or (group2 & mask1)``. Static–static pairs are never tested.
+
+    The compiled state (`state.DetectState`, made once) references the detector's arrays: the
+    filter ``allow`` (ng, ng) uint8 may be changed in place, not rebound.
     """
 
     def __init__(self, world, backend="coal", margin=0.0, native=True, skip_adjacent=True,
@@ -126,12 +130,14 @@ class CollisionDetector:
         self.allow = self._filter(model, skip_adjacent, self_collision, exclude)
         self.planes = np.flatnonzero(S.kind == PLANE).astype(np.int64)
         self.others = np.flatnonzero(S.kind != PLANE).astype(np.int64)
+        self._order = np.arange(len(self.others), dtype=np.int64)   # the broad phase's sweep order
         self.pair_table = pair_table(self.native)    # pair type of each (kind, kind): `narrow`
         self._pair_cache = self._make_pair_cache()
         n = model.nbodies
         self._oR, self._op = np.zeros((max(n, 1), 3, 3)), np.zeros((max(n, 1), 3))
         self._gR, self._gp = np.zeros((ng, 3, 3)), np.zeros((ng, 3))
         self._lo, self._hi = np.zeros((ng, 3)), np.zeros((ng, 3))
+        self._state = None
         self._alloc_pairs(max(16, 4 * ng))
         self._alloc_out(max(64, 8 * ng))
         self.stats = dict(candidates=0, library_pairs=0, contacts=0)
@@ -160,6 +166,7 @@ class CollisionDetector:
     def _alloc_pairs(self, cap):
         self._pairs = np.zeros((cap, 2), dtype=np.int64)
         self._lib = np.zeros(cap, dtype=np.int64)
+        self._state = None
 
     def _alloc_out(self, cap, keep=0):
         """Output buffers for cap contacts (layout in `patch.emit_patch`), keeping the first
@@ -170,6 +177,15 @@ class CollisionDetector:
             out[0][:, :keep], out[1][:keep], out[2][:keep], out[3][:, :keep] = \
                 oi[:, :keep], op[:keep], oR[:keep], os[:, :keep]
         self._out = out
+        self._state = None
+
+    def _kernel_state(self):
+        """The `state.DetectState` over the current buffers (made again after one grew)."""
+        if self._state is None:
+            self._state = make_state(self.shapes, self.allow, self.planes, self.others, self.pair_table,
+                                     self.margin, self.tol, self._pair_cache, self._gR, self._gp, self._lo,
+                                     self._hi, self._order, self._pairs, self._lib, self._out)
+        return self._state
 
     def _filter(self, model, skip_adjacent, self_collision, exclude):
         S = self.shapes
@@ -266,12 +282,8 @@ class CollisionDetector:
 
     def _run_kernel(self, q, placements=None):
         oR, op = self._placements(q, placements)
-        S = self.shapes
         while True:
-            npairs, nlib, k = driver.detect_kernel(
-                S.body, S.kind, S.size, S.Rl, S.pl, S.lc, S.le, S.cverts, S.coff, S.hull, self.allow, self.planes,
-                self.others, self.pair_table, self._pair_cache, self.margin, self.tol, S.friction, S.restitution,
-                S.compliance, oR, op, self._gR, self._gp, self._lo, self._hi, self._pairs, self._lib, *self._out)
+            npairs, nlib, k = driver.detect_kernel(self._state or self._kernel_state(), oR, op)
             if npairs > self._pairs.shape[0]:
                 self._alloc_pairs(2 * npairs)
                 continue
@@ -321,10 +333,14 @@ class CollisionDetector:
 def detect(world, q, backend="coal", margin=0.0, **options):
     """Contacts of `world` at configuration q (see `CollisionDetector` for the options).
 
-    Convenience over a `CollisionDetector` cached on the world per option set.
+    Convenience over a `CollisionDetector` per option set, kept in the world's
+    ``collision_detectors`` (`simstep.World` declares it); any other world (a `models.Model`)
+    gets a new detector per call: hold a `CollisionDetector` to reuse one.
     """
+    cache = getattr(world, "collision_detectors", None)
+    if cache is None:
+        return CollisionDetector(world, backend=backend, margin=margin, **options).detect(q)
     key = (backend, float(margin), tuple(sorted((k, repr(v)) for k, v in options.items())))
-    cache = world.__dict__.setdefault("_collision_detectors", {})
     det = cache.get(key)
     if det is None:
         det = cache[key] = CollisionDetector(world, backend=backend, margin=margin, **options)

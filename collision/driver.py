@@ -10,26 +10,24 @@ Performance: numba's runtime (NRT) increments and decrements an atomic reference
 every array view made in a kernel and every array argument of a call between kernels, and
 a call passes each array as 7 to 11 machine words; both cost more than the geometry. So
 the per-pair loop and every kernel it calls run without the runtime (`collision.jitopts`),
-never slice, and the scratch is allocated once per detection, here.
+never slice, and the scratch is allocated once per detector (`state.DetectState`, the one
+argument besides the body placements).
 """
-import numpy as np
 from numba import njit
 
 from models.jitcache import drop_stale_cache
 
-from . import broadphase, gjk, hulls, midphase, narrow, patch, support, workspace
+from . import broadphase, gjk, hulls, midphase, narrow, patch, state, support, workspace
 from .broadphase import aabb_kernel, broadphase_kernel, placements_kernel
-from .gjk import gjk_work
 from .jitopts import _JIT, _NONRT
 from .midphase import _cache_axis, separated_along_cached, separated_along_centres
 from .narrow import PAIR_GJK, PAIR_LIBRARY, PAIR_NONE, narrow_pair
 from .patch import emit_patch
-from .workspace import patch_workspace
 
 # `detect_kernel` compiles in the stages' kernels
 drop_stale_cache(__file__, [broadphase.__file__, gjk.__file__, hulls.__file__,
                             midphase.__file__, narrow.__file__, patch.__file__, support.__file__,
-                            workspace.__file__])
+                            state.__file__, workspace.__file__])
 
 
 @njit(**_NONRT)
@@ -76,20 +74,19 @@ def narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cver
 
 
 @njit(**_JIT)
-def detect_kernel(gbody, gkind, gsize, gRl, gpl, lc, le, cverts, coff, hg, allow, planes, others, table, pc, margin,
-                  tol, gfric, grest, gcomp, oR, op, gR, gp, lo, hi, pairs, lib_pairs, out_i, out_p, out_R, out_s):
-    """Geometry placements from the body placements oR (n, 3, 3), op (n, 3), AABBs, broad
-    phase and the narrow phase.
+def detect_kernel(st, oR, op):
+    """Geometry placements of st (a `state.DetectState`) from the body placements oR (n, 3, 3),
+    op (n, 3), AABBs, broad phase and the narrow phase, into st's output buffers.
 
-    table (6, 6) uint8: pair type of each kind pair (`narrow.pair_table`); pc: the
-    `midphase.PairCache`. Returns (number of candidate pairs, number of library pairs, number
-    of contacts written); counts beyond the buffers mean "grow and call again"."""
-    placements_kernel(gbody, gRl, gpl, oR, op, gR, gp)
-    aabb_kernel(gkind, gR, gp, lc, le, margin, lo, hi)
-    npairs = broadphase_kernel(gkind, gR, gp, lo, hi, allow, margin, planes, others, pairs)
+    Returns (number of candidate pairs, number of library pairs, number of contacts written);
+    counts beyond the buffers mean "grow and call again"."""
+    kind, gR, gp, lo, hi, pairs, margin = st.kind, st.gR, st.gp, st.lo, st.hi, st.pairs, st.margin
+    placements_kernel(st.body, st.Rl, st.pl, oR, op, gR, gp)
+    aabb_kernel(kind, gR, gp, st.lc, st.le, margin, lo, hi)
+    npairs = broadphase_kernel(kind, gR, gp, lo, hi, st.allow, margin, st.planes, st.others, st.order, pairs)
     if npairs > pairs.shape[0]:
         return npairs, 0, 0
-    nlib, k = narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cverts, coff, hg, table, pc,
-                           margin, tol, gfric, grest, gcomp, out_i, out_p, out_R, out_s, patch_workspace(), gjk_work(),
-                           np.zeros((3, 3)))
+    nlib, k = narrow_phase(npairs, pairs, st.lib, st.body, kind, st.size, gR, gp, st.lc, st.cverts, st.coff,
+                           st.hull, st.table, st.pc, margin, st.tol, st.friction, st.restitution, st.compliance,
+                           st.out_i, st.out_p, st.out_R, st.out_s, st.pw, st.gw, st.G)
     return npairs, nlib, k

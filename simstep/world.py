@@ -98,6 +98,12 @@ class World:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     constraints: list = field(default_factory=list)  # loop closures etc. a scene asks the Simulator for
     actuation: object = None                          # default joint torques: array (nv,) or callable(sim)
+    # `collision.detect`'s CollisionDetector per option set, made on first use: a cache, so not
+    # compared, printed or pickled
+    collision_detectors: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self):
+        return dict(self.__dict__, collision_detectors={})
 
     def _full_name(self, body):
         """The model's name for `body`: itself if the model knows it (or it is an index), else

@@ -2,6 +2,8 @@
 normal/distance convention tied to the dynamics, coal vs fcl vs native agreement,
 margins, filtering, keys and bad input."""
 
+import pickle
+
 import numpy as np
 import pytest
 import trimesh
@@ -613,6 +615,8 @@ def test_filters_adjacent_groups_exclusions_static(tmp_path):
 
 
 def test_broad_phase_matches_brute_force():
+    """Candidate pairs of one detector over configurations far apart against every allowed pair of
+    overlapping AABBs."""
     w = random_scene(7)
     det = CollisionDetector(w, margin=0.01)
     for seed in range(5):
@@ -634,6 +638,9 @@ def test_broad_phase_matches_brute_force():
                 elif np.all(lo[a] <= hi[b]) and np.all(lo[b] <= hi[a]):
                     brute.add((a, b))
         assert cand == brute
+        # the sweep order kept across calls (insertion sort from the last one) is sorted by lower x
+        assert np.all(np.diff(lo[det.others[det._order], 0]) >= 0)
+        assert sorted(det._order) == list(range(len(det.others)))
 
 
 def test_keys_stable_under_small_motion():
@@ -661,7 +668,13 @@ def test_detect_convenience_and_materials():
     w = b.build()
     c = collision.detect(w, w.q0)
     assert collision.detect(w, w.q0) is not c   # a fresh result each call, same cached detector
-    assert len(w._collision_detectors) == 1
+    (det,) = w.collision_detectors.values()             # the world's declared cache, one option set
+    collision.detect(w, w.q0, margin=1e-3)
+    assert len(w.collision_detectors) == 2 and det in w.collision_detectors.values()
+    w2 = pickle.loads(pickle.dumps(w))                  # the cache is not part of the world's state
+    assert w2.collision_detectors == {} and np.array_equal(collision.detect(w2, w2.q0).key, c.key)
+    cm = collision.detect(w.model, w.q0)                 # a Model: no cache, a detector per call
+    assert not hasattr(w.model, "collision_detectors") and np.array_equal(cm.key, c.key)
     assert len(c) == 1
     assert np.isclose(c.friction[0], np.sqrt(0.9 * 0.4))
     assert np.isclose(c.restitution[0], 0.5) and np.isclose(c.compliance[0], 3e-6)

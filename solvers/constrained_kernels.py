@@ -23,7 +23,10 @@ every kernel they call, so kernels that call `models` kernels (`prepare_kernel`)
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 import models.dynamics
 import models.joints
@@ -730,22 +733,47 @@ def packed_layout(sizes):
     return ends["f"], ends["i"], header, fields
 
 
+@intrinsic
+def packed_view(typingctx, base, offset, shape):
+    """The C-contiguous array of the given shape (a tuple of integers) that starts at
+    base[offset], base a 1-D C-contiguous array: a view (base's memory and owner) made without
+    numba's reshape, whose helper call the compiler can neither inline nor drop when unused."""
+    if not (isinstance(base, types.Array) and base.ndim == 1 and base.layout == "C"
+            and isinstance(offset, types.Integer) and isinstance(shape, types.BaseTuple)):
+        return None
+    nd = len(shape)
+    retty = types.Array(base.dtype, nd, "C")
+
+    def codegen(context, builder, sig, args):
+        src = make_array(sig.args[0])(context, builder, args[0])
+        out = make_array(retty)(context, builder)
+        intp = types.intp
+        dims = [context.cast(builder, builder.extract_value(args[2], k), sig.args[2][k], intp) for k in range(nd)]
+        itemsize = context.get_constant(intp, context.get_abi_sizeof(context.get_data_type(retty.dtype)))
+        strides, stride = [None] * nd, itemsize
+        for k in range(nd - 1, -1, -1):
+            strides[k] = stride
+            stride = builder.mul(stride, dims[k])
+        data = builder.gep(src.data, [context.cast(builder, args[1], sig.args[1], intp)])
+        populate_array(out, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=src.meminfo,
+                       parent=src.parent)
+        return impl_ret_borrowed(context, builder, retty, out._getvalue())
+    return retty(base, offset, shape), codegen
+
+
 @njit(cache=True, inline="always")
 def _pv1(w, iw, slot, a):
-    o = iw[slot]
-    return w[o:o + a]
+    return packed_view(w, iw[slot], (a,))
 
 
 @njit(cache=True, inline="always")
 def _pv2(w, iw, slot, a, b):
-    o = iw[slot]
-    return w[o:o + a * b].reshape((a, b))
+    return packed_view(w, iw[slot], (a, b))
 
 
 @njit(cache=True, inline="always")
 def _pv3(w, iw, slot, a, b, c):
-    o = iw[slot]
-    return w[o:o + a * b * c].reshape((a, b, c))
+    return packed_view(w, iw[slot], (a, b, c))
 
 
 @njit(cache=True, inline="always")

@@ -32,6 +32,8 @@ import models.dynamics
 import models.joints
 import models.kinematics
 import models.spatial
+import solvers.constraints
+import solvers.delassus_kernels
 from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
 from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
@@ -43,17 +45,24 @@ from models.spatial import inertia_to_world, motion_to_world
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
 
-# kernels that allocate nothing: no reference counting (numba's private `_nrt` option)
-_NOREF = dict(cache=True, _nrt=False)
-# other modules' kernels without reference counting, for the kernels here (not cached: a second
-# dispatcher of the same function would share its cache index; they are compiled into their callers)
-_gather = njit(_nrt=False)(gather_kernel.py_func)
-_rows = njit(_nrt=False)(rows_kernel.py_func)
-_q_status = njit(_nrt=False)(q_status_kernel.py_func)
-_all_finite = njit(_nrt=False)(all_finite.py_func)
+# kernels that allocate nothing: no reference counting (numba's private `_nrt` option), no
+# division-by-zero checks (error_model "numpy": inf/nan as in NumPy), and two of LLVM's fast-math
+# permissions that keep IEEE semantics for inf/nan (the input checks rely on them): fused
+# multiply-adds ("contract") and x / d as x · (1/d) ("arcp", the reciprocal leaves the sweeps'
+# dependency chains). These options are inherited by the kernels they call.
+_FLAGS = dict(_nrt=False, error_model="numpy", fastmath={"contract", "arcp"})
+_NOREF = dict(cache=True, **_FLAGS)
+# other modules' kernels compiled with these options for the kernels here (not cached: a second
+# dispatcher of the same function would share its cache index; they are compiled into their
+# callers, whose cache `drop_stale_cache` drops when their modules change)
+_gather = njit(**_FLAGS)(gather_kernel.py_func)
+_rows = njit(**_FLAGS)(rows_kernel.py_func)
+_q_status = njit(**_FLAGS)(q_status_kernel.py_func)
+_all_finite = njit(**_FLAGS)(all_finite.py_func)
+_fk = njit(**_FLAGS)(fk_kernel.py_func)
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
-                            models.joints.__file__])
+                            models.joints.__file__, solvers.constraints.__file__, solvers.delassus_kernels.__file__])
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -199,7 +208,7 @@ def supports_kernel(jint, la, dof, dof_link, se):
 def kinematics_scratch_kernel(jint, jfloat, q, oR, op, S, H, scratch):
     """`models.kinematics.kinematics_kernel` (FK, world-frame S (6, nv) and H (n, 6, 6)) with its
     temporaries in scratch (4, 6, 6) (rows 2–3), so that it runs without reference counting."""
-    fk_kernel(jint, jfloat, q, oR, op)
+    _fk(jint, jfloat, q, oR, op)
     s, col, c = scratch[2, 0], scratch[2, 1], scratch[2, 2, :3]
     T, Ic = scratch[3, :3, :3], scratch[3, 3:, :3]
     for i in range(jint.shape[0]):

@@ -192,6 +192,7 @@ UNIT_TOL = 1e-6          # as `Model.check_q`
 _SOLVE = {"constrainedABA": caba_solve_kernel, "proxPV": pv_solve_kernel}
 _IMPULSE = {"constrainedABA": caba_impulse_kernel, "proxPV": pv_impulse_kernel}
 _result = tuple.__new__  # a NamedTuple made without its Python-level __new__ (0.1 µs a call)
+_empty = np.empty
 
 
 def _typed_entry(dispatcher, *args):
@@ -252,32 +253,40 @@ class ConstrainedDynamics:
         if not self._graph:
             _copy_data(self._views, self.model, self.constraints)
 
-    def solve(self, q, v, tau, a_ref=None):
+    def solve(self, q, v, tau, a_ref=None, out=None):
         """`ConstrainedResult` at (q (nq,), v (nv,), tau (nv,)), a_ref (m,) the desired constraint
-        accelerations (None: 0). ValueError on bad input, before anything is computed."""
+        accelerations (None: 0). out: None (new arrays a, lam) or the caller's (a, lam), float64
+        C-contiguous arrays of shapes (nv,), (m,) to write into (no allocation: a loop of solves).
+        ValueError on bad input, before anything is computed or written."""
         if self._graph:
-            return self._solve_coupled(q, v, tau, a_ref)
-        a, lam = np.empty(self.nv), np.empty(self.m)
+            return self._solve_coupled(q, v, tau, a_ref, out)
         try:
+            a, lam = (_empty(self.nv), _empty(self.m)) if out is None else out
             status, it, res = self._solve_kernel(self._fw, self._iw, q, v, tau, self._zero if a_ref is None else a_ref,
                                                  a, lam)
-        except TypeError:                   # not C-contiguous float64 arrays: convert, or raise
-            return self._solve_converted(q, v, tau, a_ref)
+        except (TypeError, ValueError):     # not C-contiguous float64 arrays: convert, or raise
+            q, v, tau, a_ref, (a, lam) = self._converted(q, v, tau, a_ref, out)
+            status, it, res = self._solve_kernel(self._fw, self._iw, q, v, tau, a_ref, a, lam)
         if status:
-            self._raise(status, q, v, tau, a_ref)
+            self._raise(status, q, v, tau, a_ref, out)
         return _result(ConstrainedResult, (a, lam, it, res))
 
-    def _solve_converted(self, q, v, tau, a_ref):
-        """`solve` on inputs the model's checks convert (lists, other dtypes, strided or
-        read-only arrays) or reject with its message."""
-        model = self.model
-        q, v, tau, _, a_ref = _inputs(model, q, v, tau, self.constraints, a_ref)
-        q, v, tau, a_ref = (np.require(x, np.float64, ("C", "W")) for x in (q, v, tau, a_ref))
-        return self.solve(q, v, tau, a_ref)
+    def _converted(self, q, v, tau, a_ref, out):
+        """(q, v, tau, a_ref, (a, lam)) as the prepared kernel's types, converted by the model's
+        checks (lists, other dtypes, strided or read-only arrays), or the checks' ValueError."""
+        q, v, tau, _, a_ref = _inputs(self.model, q, v, tau, self.constraints, a_ref)
+        _check_out(out, self.nv, self.m)
+        q, v, tau, a_ref = (np.require(x, np.float64, ("C", "W", "A")) for x in (q, v, tau, a_ref))
+        return q, v, tau, a_ref, (_empty(self.nv), _empty(self.m)) if out is None else out
 
-    def _solve_coupled(self, q, v, tau, a_ref):
+    def _solve_coupled(self, q, v, tau, a_ref, out):
         q, v, tau, cs, a_ref = _inputs(self.model, q, v, tau, self.constraints, a_ref)
-        return _coupled(self.model, q, v, tau, cs, self._work, self.mu, self.tol, self.max_iter, a_ref)
+        _check_out(out, self.nv, self.m)
+        r = _coupled(self.model, q, v, tau, cs, self._work, self.mu, self.tol, self.max_iter, a_ref)
+        if out is None:
+            return r
+        out[0][...], out[1][...] = r.a, r.lam
+        return r._replace(a=out[0], lam=out[1])
 
     def impulse(self, q, v_free, corr):
         """The velocity-level step of a time-stepping scheme (`caba_impulse_kernel`): Δv (nv,)
@@ -294,11 +303,12 @@ class ConstrainedDynamics:
             raise self.model.singular_mass_matrix_error(self._views["op"])
         return _result(ConstrainedResult, (dv, lam, it, res))
 
-    def _raise(self, status, q, v, tau, a_ref):
+    def _raise(self, status, q, v, tau, a_ref, out=None):
         """The model's own message for a bad input (status of `caba_solve_kernel`)."""
         if status == SINGULAR:
             raise self.model.singular_mass_matrix_error(self._views["op"])
         _inputs(self.model, q, v, tau, self.constraints, a_ref)
+        _check_out(out, self.nv, self.m)
         raise AssertionError(f"prepared solve status {status} on inputs that pass the checks")
 
     def _solve_with(self, q, v, tau, a_ref, mu, tol, max_iter):
@@ -306,6 +316,19 @@ class ConstrainedDynamics:
         self.set_settings(mu, tol, max_iter)
         self.refresh()
         return self.solve(q, v, tau, a_ref)
+
+
+def _check_out(out, nv, m):
+    """ValueError unless out is None or a pair of writable, aligned, C-contiguous float64 arrays
+    (nv,), (m,) (ndarray itself: a subclass is not what the kernel was compiled for)."""
+    if out is None:
+        return
+    ok = isinstance(out, (tuple, list)) and len(out) == 2 and all(
+        type(x) is np.ndarray and x.dtype == np.float64 and x.flags.c_contiguous and x.flags.writeable
+        and x.flags.aligned and x.shape == (k,) for x, k in zip(out, (nv, m)))
+    if not ok:
+        raise ValueError(f"out must be None or (a, lam): writable C-contiguous float64 arrays of shapes ({nv},), "
+                         f"({m},)")
 
 
 def _pack(model, cs, w):

@@ -301,10 +301,12 @@ def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
         for cc in range(6):
             t += IA[i, r, cc] * c[i, cc]
         pA[par, r] += t
-    for r in range(6):
+    for r in range(6):                   # symmetric: the upper triangle, mirrored
         w = U[r, k] / d
-        for cc in range(6):
-            IA[par, r, cc] += IA[i, r, cc] - w * U[cc, k]
+        for cc in range(r, 6):
+            t = IA[par, r, cc] + IA[i, r, cc] - w * U[cc, k]
+            IA[par, r, cc] = t
+            IA[par, cc, r] = t
     return True
 
 
@@ -822,7 +824,7 @@ def _rows_tuple(p):
 
 
 # status codes of the prepared calls
-OK, BAD_Q, BAD_V, BAD_TAU, BAD_AREF, SINGULAR = 0, 1, 2, 3, 4, 5
+OK, BAD_Q, BAD_V, BAD_TAU, BAD_AREF, BAD_OUT, SINGULAR = 0, 1, 2, 3, 4, 5, 6
 
 
 @njit(cache=True, inline="always")
@@ -836,8 +838,10 @@ def _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam):
         return BAD_V
     if tau.shape[0] != nv or not _all_finite(tau):
         return BAD_TAU
-    if a_ref.shape[0] != m or not _all_finite(a_ref) or qdd.shape[0] != nv or lam.shape[0] != m:
+    if a_ref.shape[0] != m or not _all_finite(a_ref):
         return BAD_AREF
+    if qdd.shape[0] != nv or lam.shape[0] != m:
+        return BAD_OUT
     return OK
 
 

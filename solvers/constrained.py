@@ -35,10 +35,12 @@ import numpy as np
 
 import models
 
-from .constrained_kernels import (SINGULAR, bias_chain_kernel, caba_impulse_kernel, caba_solve_kernel, packed_layout,
-                                  prepare_kernel, prox_ltl_kernel, pv_impulse_kernel, pv_solve_kernel, supports_kernel)
-from .delassus_kernels import dense_jacobian_kernel, gather_kernel
+from .constrained_kernels import (PACKED_FIELDS, SINGULAR, SIZE_NAMES, bias_chain_kernel, caba_impulse_kernel,
+                                  caba_solve_kernel, prepare_kernel, prox_ltl_kernel, pv_impulse_kernel, pv_solve_kernel,
+                                  supports_kernel)
 from .constraints import as_constraint_set
+from .delassus_kernels import dense_jacobian_kernel, gather_kernel
+from .packed import pack
 
 
 class ConstrainedResult(NamedTuple):
@@ -336,11 +338,7 @@ def _pack(model, cs, w):
     it_row, it_side, lo, hi, lptr, own, se, _ = w.pv()
     sizes = dict(n=model.nbodies, nv=model.nv, nq=model.nq, m=cs.m, nc=cs.cb_kind.shape[0], ni=it_row.shape[0],
                  nl=w.lrow.shape[0], nj=w.jrow.shape[0], no=own.shape[0])
-    nf, ni, header, fields = packed_layout(sizes)
-    fw, iw = np.zeros(nf), np.zeros(ni, np.int64)
-    iw[:len(header)] = header
-    views = {name: (fw if kind == "f" else iw)[off:off + int(np.prod(shape))].reshape(shape)
-             for name, (kind, off, shape) in fields.items()}
+    fw, iw, views = pack(SIZE_NAMES, PACKED_FIELDS, sizes)
     _copy_data(views, model, cs)
     for name, x in (("krow", w.krow), ("lptr", w.lptr), ("lrow", w.lrow), ("jrow", w.jrow), ("se", w.se),
                     ("it_row", it_row), ("it_side", it_side), ("lo", lo), ("hi", hi), ("pv_lptr", lptr),

@@ -23,10 +23,7 @@ every kernel they call, so kernels that call `models` kernels (`prepare_kernel`)
 from collections import namedtuple
 
 import numpy as np
-from numba import njit, types
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
+from numba import njit
 
 import models.dynamics
 import models.joints
@@ -34,6 +31,7 @@ import models.kinematics
 import models.spatial
 import solvers.constraints
 import solvers.delassus_kernels
+import solvers.packed
 from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
 from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
@@ -44,6 +42,7 @@ from models.spatial import inertia_to_world, motion_to_world
 
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
+from .packed import slots, view1, view2, view3
 
 # kernels that allocate nothing: no reference counting (numba's private `_nrt` option), no
 # division-by-zero checks (error_model "numpy": inf/nan as in NumPy), and two of LLVM's fast-math
@@ -62,7 +61,8 @@ _all_finite = njit(**_FLAGS)(all_finite.py_func)
 _fk = njit(**_FLAGS)(fk_kernel.py_func)
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
-                            models.joints.__file__, solvers.constraints.__file__, solvers.delassus_kernels.__file__])
+                            models.joints.__file__, solvers.constraints.__file__, solvers.delassus_kernels.__file__,
+                            solvers.packed.__file__])
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -688,14 +688,9 @@ def prox_ltl_kernel(jint, jfloat, armature, gravity, dpar, q, v, tau, J, gamma, 
 
 
 # --------------------------------------------------------------------------- prepared calls
-# A prepared solve crosses the Python/numba boundary with two packed workspaces, fw (float64)
-# and iw (int64), and its per-call arrays: 8 plain array arguments cost about 0.3 µs through
-# the dispatcher (its C type check included), where a structref handle cost 0.5 µs and every
-# field read inside it an atomic reference-count pair. The entry kernels make their arrays as
-# views of fw/iw (`packed_views`, free without reference counting) and are compiled without
-# numba's reference counting where nothing allocates (constrainedABA; proxPV's dense Cholesky
-# allocates). Layout: iw starts with the sizes (`SIZE`), then one offset per field (`SLOT`, in
-# the order of `PACKED_FIELDS`), each into fw or iw as the field's kind says.
+# The prepared calls run on packed workspaces (`solvers.packed`): the entry kernels below make
+# their arrays as views of fw/iw (`packed_views`) and are compiled without numba's reference
+# counting where nothing allocates (constrainedABA; proxPV's dense Cholesky allocates).
 SIZE_NAMES = ("n", "nv", "nq", "m", "nc", "ni", "nl", "nj", "no")
 PACKED_FIELDS = (
     # (name, kind, shape: ints or size names; "n1" = n + 1)
@@ -721,70 +716,9 @@ PACKED_FIELDS = (
     ("zero3", "f", (3,)), ("scratch", "f", (4, 6, 6)),
     ("KI", "f", ("ni", 6)), ("Wk", "f", ("ni", 6)), ("Zk", "f", ("ni", 6)), ("L", "f", ("m", "m")),
     ("C", "f", ("m", "m")), ("l", "f", ("m",)), ("tmp", "f", ("m",)))
-Sizes = namedtuple("Sizes", SIZE_NAMES)
-Slots = namedtuple("Slots", [f[0] for f in PACKED_FIELDS])
-SIZE = Sizes(*range(len(SIZE_NAMES)))                                 # header slots of the sizes
-SLOT = Slots(*range(len(SIZE_NAMES), len(SIZE_NAMES) + len(PACKED_FIELDS)))  # offsets of the fields
+SIZE, SLOT = slots(SIZE_NAMES, PACKED_FIELDS)     # header slots of the sizes, offsets of the fields
 SET_MU, SET_TOL, SET_MAX_ITER, SET_UNIT_TOL = range(4)              # entries of `settings`
-Packed = namedtuple("Packed", Slots._fields)
-
-
-def packed_layout(sizes):
-    """(fw size, iw size, header (iw's first entries), {name: (kind, offset, shape)}) of the packed
-    workspaces for sizes (dict of SIZE_NAMES)."""
-    dims = dict(sizes, n1=sizes["n"] + 1)
-    header = [int(sizes[k]) for k in SIZE_NAMES] + [0] * len(PACKED_FIELDS)
-    ends = {"f": 0, "i": len(header)}
-    fields = {}
-    for k, (name, kind, shape) in enumerate(PACKED_FIELDS):
-        shape = tuple(int(dims[d]) if isinstance(d, str) else d for d in shape)
-        header[SLOT[k]] = ends[kind]
-        fields[name] = (kind, ends[kind], shape)
-        ends[kind] += int(np.prod(shape))
-    return ends["f"], ends["i"], header, fields
-
-
-@intrinsic
-def packed_view(typingctx, base, offset, shape):
-    """The C-contiguous array of the given shape (a tuple of integers) that starts at
-    base[offset], base a 1-D C-contiguous array: a view (base's memory and owner) made without
-    numba's reshape, whose helper call the compiler can neither inline nor drop when unused."""
-    if not (isinstance(base, types.Array) and base.ndim == 1 and base.layout == "C"
-            and isinstance(offset, types.Integer) and isinstance(shape, types.BaseTuple)):
-        return None
-    nd = len(shape)
-    retty = types.Array(base.dtype, nd, "C")
-
-    def codegen(context, builder, sig, args):
-        src = make_array(sig.args[0])(context, builder, args[0])
-        out = make_array(retty)(context, builder)
-        intp = types.intp
-        dims = [context.cast(builder, builder.extract_value(args[2], k), sig.args[2][k], intp) for k in range(nd)]
-        itemsize = context.get_constant(intp, context.get_abi_sizeof(context.get_data_type(retty.dtype)))
-        strides, stride = [None] * nd, itemsize
-        for k in range(nd - 1, -1, -1):
-            strides[k] = stride
-            stride = builder.mul(stride, dims[k])
-        data = builder.gep(src.data, [context.cast(builder, args[1], sig.args[1], intp)])
-        populate_array(out, data=data, shape=dims, strides=strides, itemsize=itemsize, meminfo=src.meminfo,
-                       parent=src.parent)
-        return impl_ret_borrowed(context, builder, retty, out._getvalue())
-    return retty(base, offset, shape), codegen
-
-
-@njit(cache=True, inline="always")
-def _pv1(w, iw, slot, a):
-    return packed_view(w, iw[slot], (a,))
-
-
-@njit(cache=True, inline="always")
-def _pv2(w, iw, slot, a, b):
-    return packed_view(w, iw[slot], (a, b))
-
-
-@njit(cache=True, inline="always")
-def _pv3(w, iw, slot, a, b, c):
-    return packed_view(w, iw[slot], (a, b, c))
+Packed = namedtuple("Packed", SLOT._fields)
 
 
 @njit(cache=True, inline="always")
@@ -793,28 +727,29 @@ def packed_views(fw, iw):
     n, nv, m, nc = iw[SIZE.n], iw[SIZE.nv], iw[SIZE.m], iw[SIZE.nc]
     ni, nl, nj, no = iw[SIZE.ni], iw[SIZE.nl], iw[SIZE.nj], iw[SIZE.no]
     return Packed(
-        _pv2(iw, iw, SLOT.jint, n, JI_SIZE), _pv2(fw, iw, SLOT.jfloat, n, JF_SIZE), _pv1(fw, iw, SLOT.armature, nv),
-        _pv1(fw, iw, SLOT.gravity, 3), _pv1(iw, iw, SLOT.cb_kind, nc), _pv1(iw, iw, SLOT.cb_row, nc),
-        _pv1(iw, iw, SLOT.cb_nrows, nc), _pv2(iw, iw, SLOT.cb_body, nc, 2), _pv2(fw, iw, SLOT.cb_f, nc, 24),
-        _pv1(iw, iw, SLOT.dof, m), _pv1(fw, iw, SLOT.sg, m),
-        _pv1(fw, iw, SLOT.settings, 4),
-        _pv1(iw, iw, SLOT.krow, m), _pv1(iw, iw, SLOT.lptr, n + 1), _pv1(iw, iw, SLOT.lrow, nl),
-        _pv1(iw, iw, SLOT.jrow, nj), _pv1(iw, iw, SLOT.se, n),
-        _pv1(iw, iw, SLOT.it_row, ni), _pv1(iw, iw, SLOT.it_side, ni), _pv1(iw, iw, SLOT.lo, n),
-        _pv1(iw, iw, SLOT.hi, n), _pv1(iw, iw, SLOT.pv_lptr, n + 1), _pv1(iw, iw, SLOT.own, no),
-        _pv1(iw, iw, SLOT.pv_se, n),
-        _pv1(iw, iw, SLOT.la, m), _pv1(iw, iw, SLOT.lb, m), _pv3(fw, iw, SLOT.oR, n, 3, 3), _pv2(fw, iw, SLOT.op, n, 3),
-        _pv2(fw, iw, SLOT.S, 6, nv), _pv3(fw, iw, SLOT.H, n, 6, 6), _pv2(fw, iw, SLOT.kA, m, 6),
-        _pv2(fw, iw, SLOT.kB, m, 6),
-        _pv2(fw, iw, SLOT.vel, n, 6), _pv2(fw, iw, SLOT.c, n, 6), _pv2(fw, iw, SLOT.pA, n, 6),
-        _pv2(fw, iw, SLOT.dpA, n, 6), _pv2(fw, iw, SLOT.acc, n, 6), _pv1(fw, iw, SLOT.gk, m),
-        _pv1(fw, iw, SLOT.kref, m), _pv1(fw, iw, SLOT.e, m),
-        _pv3(fw, iw, SLOT.IA, n, 6, 6), _pv3(fw, iw, SLOT.Lc, n, 6, 6), _pv2(fw, iw, SLOT.U, 6, nv),
-        _pv1(fw, iw, SLOT.u, nv), _pv1(fw, iw, SLOT.du, nv), _pv1(fw, iw, SLOT.qprev, nv),
-        _pv1(fw, iw, SLOT.zero_m, m), _pv1(fw, iw, SLOT.zero_nv, nv), _pv1(fw, iw, SLOT.zero3, 3),
-        _pv3(fw, iw, SLOT.scratch, 4, 6, 6),
-        _pv2(fw, iw, SLOT.KI, ni, 6), _pv2(fw, iw, SLOT.Wk, ni, 6), _pv2(fw, iw, SLOT.Zk, ni, 6),
-        _pv2(fw, iw, SLOT.L, m, m), _pv2(fw, iw, SLOT.C, m, m), _pv1(fw, iw, SLOT.l, m), _pv1(fw, iw, SLOT.tmp, m))
+        view2(iw, iw, SLOT.jint, n, JI_SIZE), view2(fw, iw, SLOT.jfloat, n, JF_SIZE),
+        view1(fw, iw, SLOT.armature, nv),
+        view1(fw, iw, SLOT.gravity, 3), view1(iw, iw, SLOT.cb_kind, nc), view1(iw, iw, SLOT.cb_row, nc),
+        view1(iw, iw, SLOT.cb_nrows, nc), view2(iw, iw, SLOT.cb_body, nc, 2), view2(fw, iw, SLOT.cb_f, nc, 24),
+        view1(iw, iw, SLOT.dof, m), view1(fw, iw, SLOT.sg, m),
+        view1(fw, iw, SLOT.settings, 4),
+        view1(iw, iw, SLOT.krow, m), view1(iw, iw, SLOT.lptr, n + 1), view1(iw, iw, SLOT.lrow, nl),
+        view1(iw, iw, SLOT.jrow, nj), view1(iw, iw, SLOT.se, n),
+        view1(iw, iw, SLOT.it_row, ni), view1(iw, iw, SLOT.it_side, ni), view1(iw, iw, SLOT.lo, n),
+        view1(iw, iw, SLOT.hi, n), view1(iw, iw, SLOT.pv_lptr, n + 1), view1(iw, iw, SLOT.own, no),
+        view1(iw, iw, SLOT.pv_se, n),
+        view1(iw, iw, SLOT.la, m), view1(iw, iw, SLOT.lb, m), view3(fw, iw, SLOT.oR, n, 3, 3), view2(fw, iw, SLOT.op, n, 3),
+        view2(fw, iw, SLOT.S, 6, nv), view3(fw, iw, SLOT.H, n, 6, 6), view2(fw, iw, SLOT.kA, m, 6),
+        view2(fw, iw, SLOT.kB, m, 6),
+        view2(fw, iw, SLOT.vel, n, 6), view2(fw, iw, SLOT.c, n, 6), view2(fw, iw, SLOT.pA, n, 6),
+        view2(fw, iw, SLOT.dpA, n, 6), view2(fw, iw, SLOT.acc, n, 6), view1(fw, iw, SLOT.gk, m),
+        view1(fw, iw, SLOT.kref, m), view1(fw, iw, SLOT.e, m),
+        view3(fw, iw, SLOT.IA, n, 6, 6), view3(fw, iw, SLOT.Lc, n, 6, 6), view2(fw, iw, SLOT.U, 6, nv),
+        view1(fw, iw, SLOT.u, nv), view1(fw, iw, SLOT.du, nv), view1(fw, iw, SLOT.qprev, nv),
+        view1(fw, iw, SLOT.zero_m, m), view1(fw, iw, SLOT.zero_nv, nv), view1(fw, iw, SLOT.zero3, 3),
+        view3(fw, iw, SLOT.scratch, 4, 6, 6),
+        view2(fw, iw, SLOT.KI, ni, 6), view2(fw, iw, SLOT.Wk, ni, 6), view2(fw, iw, SLOT.Zk, ni, 6),
+        view2(fw, iw, SLOT.L, m, m), view2(fw, iw, SLOT.C, m, m), view1(fw, iw, SLOT.l, m), view1(fw, iw, SLOT.tmp, m))
 
 
 @njit(cache=True, inline="always")
@@ -830,7 +765,7 @@ OK, BAD_Q, BAD_V, BAD_TAU, BAD_AREF, BAD_OUT, SINGULAR = 0, 1, 2, 3, 4, 5, 6
 @njit(cache=True, inline="always")
 def _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam):
     """OK, or the status of the first bad argument: q (nq,) finite with unit quaternions within
-    the tolerance of `settings`; v, tau (nv,), a_ref (m,) finite; qdd (nv,), lam (m,)."""
+    the tolerance of `settings`; v, tau (nv,), a_ref (m,) finite; outputs qdd (nv,), lam (m,)."""
     nv, m = iw[SIZE.nv], iw[SIZE.m]
     if q.shape[0] != iw[SIZE.nq] or _q_status(p.jint, q, p.settings[SET_UNIT_TOL]) != -1:
         return BAD_Q

@@ -152,6 +152,14 @@ class _Prepared:
     def _out(self, out):
         return np.empty((self.m, self.m)) if out is None else out
 
+    def _checked_out(self, out):
+        """out, or a new (m, m) array; ValueError unless out is None or a writable, aligned,
+        C-contiguous float64 ndarray of shape (m, m)."""
+        if out is not None and not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+                                    and out.flags.writeable and out.flags.aligned and out.shape == (self.m, self.m)):
+            raise ValueError(f"out must be None or a writable C-contiguous float64 array of shape ({self.m}, {self.m})")
+        return self._out(out)
+
     def _raise(self, status, q, damping=None, out=None):
         """The model's message for q, or the damping's / out's."""
         if status == SINGULAR:
@@ -159,15 +167,16 @@ class _Prepared:
         self.model.check_q(q)
         if damping is not None:
             _check_damping(damping, self.m)
-        if out is not None and not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
-                                    and out.flags.writeable and out.flags.aligned and out.shape == (self.m, self.m)):
-            raise ValueError(f"out must be None or a writable C-contiguous float64 array of shape ({self.m}, {self.m})")
+        self._checked_out(out)
         raise ValueError(f"bad {_STATUS_NAMES.get(status, status)}")
 
 
 def _check_damping(d, m):
     """damping as a float64 array of shape (1,) (a scalar) or (m,), finite and > 0, or ValueError."""
-    d = np.asarray(d, dtype=float)
+    try:
+        d = np.asarray(d, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"damping must be a number or an array of numbers, got {d!r}") from None
     if d.ndim == 0:
         if not (np.isfinite(d) and d > 0):
             raise ValueError(f"damping must be > 0 and finite, got {float(d)}")
@@ -203,8 +212,8 @@ class PvOsimr(_Prepared):
             status = self._kernel(self._fw, self._iw, q, G)
         except TypeError:
             q = np.require(self.model.check_q(q), np.float64, ("C", "W", "A"))
-            G = self._out(out)
-            status = self._kernel(self._fw, self._iw, q, G) if type(G) is np.ndarray else BAD_OUT
+            G = self._checked_out(out)
+            status = self._kernel(self._fw, self._iw, q, G)
         if status:
             self._raise(status, q, None, out)
         return G
@@ -239,8 +248,8 @@ class CabaOsim(_Prepared):
         except (TypeError, ValueError):
             q = np.require(self.model.check_q(q), np.float64, ("C", "W", "A"))
             d = _check_damping(damping, self.m)
-            G = self._out(out)
-            status = self._kernel(self._fw, self._iw, q, d, G) if type(G) is np.ndarray else BAD_OUT
+            G = self._checked_out(out)
+            status = self._kernel(self._fw, self._iw, q, d, G)
         if status:
             self._raise(status, q, damping, out)
         return G

@@ -482,7 +482,7 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
             e[r] *= mu
             lam[r] += e[r]
         step = np.inf
-        if it > 1:
+        if it > 1 and tol > 0.0:            # (tol = 0: a fixed number of iterations)
             step = 0.0
             for i in range(n):
                 if se[i]:
@@ -490,10 +490,11 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
                         step = max(step, abs(qdd[k] - qprev[k]))
         if min(step, res) < tol or it >= max_iter:
             break
-        for i in range(n):
-            if se[i]:
-                for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
-                    qprev[k] = qdd[k]
+        if tol > 0.0:
+            for i in range(n):
+                if se[i]:
+                    for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                        qprev[k] = qdd[k]
         force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA, w)
         rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1, w)
         it += 1

@@ -37,7 +37,7 @@ import models
 
 from .constrained_kernels import (PACKED_FIELDS, SINGULAR, SIZE_NAMES, bias_chain_kernel, caba_impulse_kernel,
                                   caba_solve_kernel, prepare_kernel, prox_ltl_kernel, pv_impulse_kernel, pv_solve_kernel,
-                                  supports_kernel)
+                                  refresh_kernel, supports_kernel)
 from .constraints import as_constraint_set
 from .delassus_kernels import dense_jacobian_kernel, gather_kernel
 from .packed import pack
@@ -253,7 +253,9 @@ class ConstrainedDynamics:
     def refresh(self):
         """Copy the model's and the constraint set's arrays again (after an in-place change)."""
         if not self._graph:
-            _copy_data(self._views, self.model, self.constraints)
+            m, cs = self.model, self.constraints
+            refresh_kernel(self._fw, self._iw, m.jint, m.jfloat, m.armature, m.gravity, cs.cb_kind, cs.cb_row,
+                           cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg)
 
     def solve(self, q, v, tau, a_ref=None, out=None):
         """`ConstrainedResult` at (q (nq,), v (nv,), tau (nv,)), a_ref (m,) the desired constraint
@@ -314,8 +316,9 @@ class ConstrainedDynamics:
         raise AssertionError(f"prepared solve status {status} on inputs that pass the checks")
 
     def _solve_with(self, q, v, tau, a_ref, mu, tol, max_iter):
-        """`solve` with these settings (the one-shot functions), after `refresh`."""
-        self.set_settings(mu, tol, max_iter)
+        """`solve` with these (checked) settings (the one-shot functions), after `refresh`."""
+        if (mu, tol, max_iter) != (self.mu, self.tol, self.max_iter):
+            self.set_settings(mu, tol, max_iter)
         self.refresh()
         return self.solve(q, v, tau, a_ref)
 
@@ -339,21 +342,13 @@ def _pack(model, cs, w):
     sizes = dict(n=model.nbodies, nv=model.nv, nq=model.nq, m=cs.m, nc=cs.cb_kind.shape[0], ni=it_row.shape[0],
                  nl=w.lrow.shape[0], nj=w.jrow.shape[0], no=own.shape[0])
     fw, iw, views = pack(SIZE_NAMES, PACKED_FIELDS, sizes)
-    _copy_data(views, model, cs)
+    refresh_kernel(fw, iw, model.jint, model.jfloat, model.armature, model.gravity, cs.cb_kind, cs.cb_row,
+                   cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg)
     for name, x in (("krow", w.krow), ("lptr", w.lptr), ("lrow", w.lrow), ("jrow", w.jrow), ("se", w.se),
                     ("it_row", it_row), ("it_side", it_side), ("lo", lo), ("hi", hi), ("pv_lptr", lptr),
                     ("own", own), ("pv_se", se)):
         views[name][...] = x
     return fw, iw, views
-
-
-def _copy_data(views, model, cs):
-    """The model's and the constraint set's arrays into the packed views."""
-    for name, x in (("jint", model.jint), ("jfloat", model.jfloat), ("armature", model.armature),
-                    ("gravity", model.gravity), ("cb_kind", cs.cb_kind), ("cb_row", cs.cb_row),
-                    ("cb_nrows", cs.cb_nrows), ("cb_body", cs.cb_body), ("cb_f", cs.cb_f), ("dof", cs.dof),
-                    ("sg", cs.sg)):
-        views[name][...] = x
 
 
 def _prepared(model, cs, algorithm):

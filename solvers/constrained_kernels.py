@@ -207,7 +207,8 @@ def supports_kernel(jint, la, dof, dof_link, se):
 @njit(**_NOREF)
 def kinematics_scratch_kernel(jint, jfloat, q, oR, op, S, H, scratch):
     """`models.kinematics.kinematics_kernel` (FK, world-frame S (6, nv) and H (n, 6, 6)) with its
-    temporaries in scratch (4, 6, 6) (rows 2–3), so that it runs without reference counting."""
+    temporaries in scratch (4, 6, 6) (rows 2–3), so that it runs without reference counting
+    (its H is exactly symmetric)."""
     _fk(jint, jfloat, q, oR, op)
     s, col, c = scratch[2, 0], scratch[2, 1], scratch[2, 2, :3]
     T, Ic = scratch[3, :3, :3], scratch[3, 3:, :3]
@@ -224,9 +225,11 @@ def kinematics_scratch_kernel(jint, jfloat, q, oR, op, S, H, scratch):
             c[r] = R[r, 0] * cl[0] + R[r, 1] * cl[1] + R[r, 2] * cl[2] + op[i, r]
             for cc in range(3):
                 T[r, cc] = R[r, 0] * Il[cc] + R[r, 1] * Il[3 + cc] + R[r, 2] * Il[6 + cc]
-        for r in range(3):
-            for cc in range(3):
-                Ic[r, cc] = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
+        for r in range(3):                   # R Iₗ Rᵀ, symmetric: the upper triangle, mirrored
+            for cc in range(r, 3):
+                t = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
+                Ic[r, cc] = t
+                Ic[cc, r] = t
         inertia_to_world(jfloat[i, JF_MASS], c, Ic, H[i])
 
 
@@ -238,11 +241,17 @@ def bias_sweep_scratch_kernel(jint, S, H, v, vel, c, pA, scratch):
     for i in range(jint.shape[0]):
         par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):
-            x = 0.0
-            for k in range(iv, iv + nvi):
-                x += S[r, k] * v[k]
-            vJ[r] = x
-            vel[i, r] = vel[par, r] + x if par >= 0 else x
+            vJ[r] = 0.0
+        for k in range(iv, iv + nvi):
+            x = v[k]
+            for r in range(6):
+                vJ[r] += S[r, k] * x
+        if par >= 0:
+            for r in range(6):
+                vel[i, r] = vel[par, r] + vJ[r]
+        else:
+            for r in range(6):
+                vel[i, r] = vJ[r]
         _crm_into(vel[i], vJ, c[i])
         _mv6(H[i], vel[i], h)
         _crf_add(vel[i], h, pA[i])
@@ -275,16 +284,19 @@ def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_bo
 
 # --------------------------------------------------------------------------- sweeps
 @njit(cache=True, inline="always")
-def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
+def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u, h):
     """The backward step of `articulate_kernel` at a one-dof joint k (scalar D = Sᵀ Iᴬ S + dj,
-    Lcᵢ = √D): the same operations without the small-matrix loops. False if D ≤ 0."""
+    Lcᵢ = √D): the same operations without the small-matrix loops, Iᴬ S and Iᴬ c (into h (6,))
+    in one pass over Iᴬ, and the symmetric parent update on its upper triangle. False if D ≤ 0."""
     s0, s1, s2, s3, s4, s5 = S[0, k], S[1, k], S[2, k], S[3, k], S[4, k], S[5, k]
+    c0, c1, c2, c3, c4, c5 = c[i, 0], c[i, 1], c[i, 2], c[i, 3], c[i, 4], c[i, 5]
     d = dj
     for r in range(6):
-        t = (IA[i, r, 0] * s0 + IA[i, r, 1] * s1 + IA[i, r, 2] * s2 + IA[i, r, 3] * s3 + IA[i, r, 4] * s4
-             + IA[i, r, 5] * s5)
+        a0, a1, a2, a3, a4, a5 = IA[i, r, 0], IA[i, r, 1], IA[i, r, 2], IA[i, r, 3], IA[i, r, 4], IA[i, r, 5]
+        t = a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3 + a4 * s4 + a5 * s5
         U[r, k] = t
         d += S[r, k] * t
+        h[r] = a0 * c0 + a1 * c1 + a2 * c2 + a3 * c3 + a4 * c4 + a5 * c5
     if not d > 0.0:
         return False
     Lc[i, 0, 0] = np.sqrt(d)
@@ -297,10 +309,7 @@ def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
         y -= U[r, k] * c[i, r]
     y /= d
     for r in range(6):
-        t = pA[i, r] + U[r, k] * y
-        for cc in range(6):
-            t += IA[i, r, cc] * c[i, cc]
-        pA[par, r] += t
+        pA[par, r] += pA[i, r] + h[r] + U[r, k] * y
     for r in range(6):                   # symmetric: the upper triangle, mirrored
         w = U[r, k] / d
         for cc in range(r, 6):
@@ -349,7 +358,7 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
                 r = jrow[j]
                 if dof[r] == iv:
                     dj += mu * sg[r] * sg[r]
-            if not _articulate_one(i, par, iv, dj, S, IA, U, Lc, c, pA, u):
+            if not _articulate_one(i, par, iv, dj, S, IA, U, Lc, c, pA, u, h):
                 return False
             continue
         for k in range(nvi):
@@ -874,3 +883,24 @@ def pv_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
     p = packed_views(fw, iw)
     _impulse_problem(p, q, v_free, corr)
     return _pv(p, p.zero3, p.zero_nv, dv, lam)
+
+
+@njit(cache=True)
+def refresh_kernel(fw, iw, jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg):
+    """The model's and the constraint set's arrays copied into the packed workspace again (in one
+    call: the one-shot functions refresh their cached prepared object every time)."""
+    p = packed_views(fw, iw)
+    for dst, src in ((p.jint, jint), (p.cb_body, cb_body)):
+        for i in range(src.shape[0]):
+            for k in range(src.shape[1]):
+                dst[i, k] = src[i, k]
+    for dst, src in ((p.jfloat, jfloat), (p.cb_f, cb_f)):
+        for i in range(src.shape[0]):
+            for k in range(src.shape[1]):
+                dst[i, k] = src[i, k]
+    for dst, src in ((p.armature, armature), (p.gravity, gravity), (p.sg, sg)):
+        for i in range(src.shape[0]):
+            dst[i] = src[i]
+    for dst, src in ((p.cb_kind, cb_kind), (p.cb_row, cb_row), (p.cb_nrows, cb_nrows), (p.dof, dof)):
+        for i in range(src.shape[0]):
+            dst[i] = src[i]

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 import models
@@ -40,7 +39,7 @@ from .constrained_kernels import (PACKED_FIELDS, SINGULAR, SIZE_NAMES, bias_chai
                                   refresh_kernel, supports_kernel)
 from .constraints import as_constraint_set
 from .delassus_kernels import dense_jacobian_kernel, gather_kernel
-from .packed import pack
+from .packed import pack, typed_entry
 
 
 class ConstrainedResult(NamedTuple):
@@ -197,17 +196,6 @@ _result = tuple.__new__  # a NamedTuple made without its Python-level __new__ (0
 _empty = np.empty
 
 
-def _typed_entry(dispatcher, *args):
-    """dispatcher compiled (or loaded from its cache) for the types of args, the only types it
-    accepts from now on: another type raises TypeError in the dispatcher's C type check,
-    before the kernel runs (every prepared kernel here has one signature for every model)."""
-    sig = tuple(numba.typeof(a) for a in args)
-    if sig not in dispatcher.overloads:
-        dispatcher.compile(sig)
-    dispatcher.disable_compile()
-    return dispatcher
-
-
 class ConstrainedDynamics:
     """Constrained forward dynamics prepared once for a model and a constraint set: the model's
     and the set's arrays, the row structure (𝒮_E, link rows, proxPV's items), the settings and
@@ -238,9 +226,9 @@ class ConstrainedDynamics:
             self._fw, self._iw, self._views = _pack(model, self.constraints, self._work)
             self._zero = self._views["zero_m"]
             z = np.zeros
-            self._solve_kernel = _typed_entry(_SOLVE[algorithm], self._fw, self._iw, z(1), z(1), z(1), z(1), z(1),
+            self._solve_kernel = typed_entry(_SOLVE[algorithm], self._fw, self._iw, z(1), z(1), z(1), z(1), z(1),
                                               z(1))
-            self._impulse_kernel = _typed_entry(_IMPULSE[algorithm], self._fw, self._iw, z(1), z(1), z(1), z(1),
+            self._impulse_kernel = typed_entry(_IMPULSE[algorithm], self._fw, self._iw, z(1), z(1), z(1), z(1),
                                                 z(1))
         self.set_settings(mu, tol, max_iter)
 

@@ -41,7 +41,6 @@ defect of this implementation): Λ_μ loses about ε R² relative, R = 1/d. Two 
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 import models
@@ -49,7 +48,7 @@ import models
 from .constraints import as_constraint_set, rows_kernel
 from .osim_kernels import (BAD_DAMPING, BAD_OUT, BAD_Q, OSIM_FIELDS, OSIM_SIZE_NAMES, SINGULAR, OsimStructure,
                            damped_inverse_prepared_kernel, delassus_prepared_kernel)
-from .packed import pack
+from .packed import pack, typed_entry
 
 __all__ = ["pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "PvOsimr", "CabaOsim", "OsimStructure"]
 
@@ -99,16 +98,6 @@ def osim_structure(model, la, lb, dof, ground=None):
 # --------------------------------------------------------------------------- prepared objects
 UNIT_TOL = 1e-6          # as `Model.check_q`
 _STATUS_NAMES = {BAD_Q: "q", BAD_DAMPING: "damping", BAD_OUT: "out"}
-
-
-def _typed_entry(dispatcher, *args):
-    """dispatcher compiled (or loaded) for the types of args, the only types it accepts from now
-    on (another type: TypeError in its C type check, before the kernel runs)."""
-    sig = tuple(numba.typeof(a) for a in args)
-    if sig not in dispatcher.overloads:
-        dispatcher.compile(sig)
-    dispatcher.disable_compile()
-    return dispatcher
 
 
 class _Prepared:
@@ -203,7 +192,7 @@ class PvOsimr(_Prepared):
             raise ValueError(f"method must be 'pv_osimr' or 'pv_osim', got {method!r}")
         super().__init__(model, constraints, 0 if method == "pv_osimr" else 1)
         self.method = method
-        self._kernel = _typed_entry(delassus_prepared_kernel, self._fw, self._iw, np.zeros(1), np.zeros((1, 1)))
+        self._kernel = typed_entry(delassus_prepared_kernel, self._fw, self._iw, np.zeros(1), np.zeros((1, 1)))
 
     def compute(self, q, out=None):
         """G (m, m) at q (nq,): a new array, or written into out ((m, m) float64, C-contiguous)."""
@@ -234,7 +223,7 @@ class CabaOsim(_Prepared):
         super().__init__(model, constraints, 0, bool(grounded))
         self.grounded = bool(grounded)
         self._d1 = np.zeros(1)
-        self._kernel = _typed_entry(damped_inverse_prepared_kernel, self._fw, self._iw, np.zeros(1), np.zeros(1),
+        self._kernel = typed_entry(damped_inverse_prepared_kernel, self._fw, self._iw, np.zeros(1), np.zeros(1),
                                     np.zeros((1, 1)))
 
     def compute(self, q, damping, out=None):

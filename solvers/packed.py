@@ -12,6 +12,7 @@ order of the field list), each into fw or iw as the field's kind ("f" or "i") sa
 """
 from collections import namedtuple
 
+import numba
 import numpy as np
 from numba import njit, types
 from numba.core.imputils import impl_ret_borrowed
@@ -45,6 +46,17 @@ def pack(size_names, fields, sizes):
     views = {name: (fw if kind == "f" else iw)[off:off + int(np.prod(shape))].reshape(shape)
              for name, (kind, off, shape) in where.items()}
     return fw, iw, views
+
+
+def typed_entry(dispatcher, *args):
+    """dispatcher compiled (or loaded from its cache) for the types of args, the only types it
+    accepts from now on: another type raises TypeError in the dispatcher's C type check, before
+    the kernel runs (each prepared kernel has one signature for every model: flat arrays)."""
+    sig = tuple(numba.typeof(a) for a in args)
+    if sig not in dispatcher.overloads:
+        dispatcher.compile(sig)
+    dispatcher.disable_compile()
+    return dispatcher
 
 
 @intrinsic

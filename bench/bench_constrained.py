@@ -1,7 +1,7 @@
 """Paper 002 Table II: constrained forward dynamics with three proximal iterations.
 
-constrainedABA (prepared: `solvers.ConstrainedDynamics(...).solve`; one-shot: the function
-`solvers.constrained_aba`), proxPV (`solvers.prox_pv`) and the dense proxLTL
+constrainedABA (prepared: `solvers.ConstrainedDynamics(...).solve(q, v, tau, out=(a, lam))`, one
+compiled call that allocates nothing; one-shot: the function `solvers.constrained_aba`), proxPV (`solvers.prox_pv`) and the dense proxLTL
 (`solvers.prox_ltl`: CRBA, LTL, explicit Λ⁻¹, Cholesky) on the paper's robots and constraint
 sets as close as example-robot-data allows: a 7-dof arm (Panda, 9 dofs with its fingers, for
 the paper's Iiwa) with a 3D / 6D hand constraint; Solo-12 with 2 and 3 feet in 3D contact;
@@ -9,7 +9,8 @@ Talos (50 dofs) with both feet welded, then plus both hands; for the paper's Atl
 Shadow hands (84 dofs), Talos with feet welded and 5 / 10 fingertip and gripper-link 3D
 constraints. All three get μ = 1e6, tol = 0, max_iter = 3 (three proximal iterations), a
 prebuilt ConstraintSet, and are called through their public functions (input checks
-included), in alternating blocks in the same run, timed by the process's CPU clock. The
+included), in alternating blocks in the same run, timed by the calling thread's CPU clock
+(`block_us`). The
 paper's C++ timings (Table II, TurboBoost on, µs) are printed beside ours, and, when
 Pinocchio is installed, the same C++
 constrainedABA on this machine (`pinocchio.lcaba`, the paper's implementation, called from
@@ -108,12 +109,15 @@ def pinocchio_lcaba(label, model, cons):
 
 
 def block_us(fn, number):
-    """CPU time per call (µs) of a block: the process's CPU clock, not the wall clock, so that
-    the other processes of a shared, loaded machine do not land in the figure."""
-    t0 = time.process_time()
+    """CPU time per call (µs) of a block: the calling thread's CPU clock, not the wall clock, so
+    that the other processes of a shared, loaded machine do not land in the figure, nor the
+    process's other threads: OpenBLAS's worker threads spin-wait for about 0.1 s after a BLAS
+    call (proxLTL's, proxPV's), which the process clock adds to whatever runs next (measured: a
+    0.13 µs call read 0.25 µs on the process clock, 0.13 on this one)."""
+    t0 = time.thread_time()
     for _ in range(number):
         fn()
-    return (time.process_time() - t0) / number * 1e6
+    return (time.thread_time() - t0) / number * 1e6
 
 
 def bench_row(label, model, cons, number, rounds, seed=0):
@@ -122,7 +126,8 @@ def bench_row(label, model, cons, number, rounds, seed=0):
     v, tau = rng.normal(size=(2, model.nv))
     cs = ConstraintSet(model, cons)
     cd = solvers.ConstrainedDynamics(model, cs, mu=1e6, tol=0.0, max_iter=3)
-    calls = {"prepared": lambda: cd.solve(q, v, tau)}
+    out = (np.empty(model.nv), np.empty(cs.m))
+    calls = {"prepared": lambda: cd.solve(q, v, tau, out=out)}
     calls.update({k: (lambda f=f: f(model, q, v, tau, cs, mu=1e6, tol=0.0, max_iter=3)) for k, f in ALGS.items()})
     ref = solvers.prox_ltl(model, q, v, tau, cs, max_iter=50, tol=1e-12)
     agree = {k: float(np.max(np.abs(f().a - ref.a)) / np.max(np.abs(ref.a))) for k, f in calls.items()}

@@ -14,10 +14,10 @@ from .constrained import ConstrainedDynamics, ConstrainedResult, constrained_aba
 from .delassus import DenseDelassus, MatrixFreeDelassus
 from .elimination import Elimination, elimination_order
 from .lcp import LCPRayTermination, LCPResult, MixedLCPResult, lemke, solve_mixed_lcp
-from .osim import caba_osim, caba_osimf, pv_osim, pv_osimr
+from .osim import CabaOsim, PvOsimr, caba_osim, caba_osimf, pv_osim, pv_osimr
 
 __all__ = ["Contact", "ContactSet", "ConstraintSet", "JointFriction", "JointLimit", "LoopClosure",
            "as_constraint_set", "DenseDelassus", "MatrixFreeDelassus", "Elimination", "elimination_order",
-           "pv_osimr", "pv_osim", "caba_osim", "caba_osimf",
+           "pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "PvOsimr", "CabaOsim",
            "ConstrainedDynamics", "ConstrainedResult", "constrained_aba", "prox_ltl", "prox_pv",
            "LCPRayTermination", "LCPResult", "MixedLCPResult", "lemke", "solve_mixed_lcp"]

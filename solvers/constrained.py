@@ -30,15 +30,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 import models
 
-from .constrained_kernels import (SINGULAR, ConstrainedState, bias_chain_kernel, constrained_solve_kernel,
-                                  impulse_solve_kernel, prepare_kernel, prox_ltl_kernel, supports_kernel)
-from .delassus_kernels import dense_jacobian_kernel, gather_kernel
+from .constrained_kernels import (PACKED_FIELDS, SINGULAR, SIZE_NAMES, bias_chain_kernel, caba_impulse_kernel,
+                                  caba_solve_kernel, prepare_kernel, prox_ltl_kernel, pv_impulse_kernel, pv_solve_kernel,
+                                  refresh_kernel, supports_kernel)
 from .constraints import as_constraint_set
+from .delassus_kernels import dense_jacobian_kernel, gather_kernel
+from .packed import pack, typed_entry
 
 
 class ConstrainedResult(NamedTuple):
@@ -187,33 +188,19 @@ def constraint_drift(model, q, v, constraints):
 
 
 # ----------------------------------------------------------------------------- prepared calls
-ALGORITHMS = {"constrainedABA": 0, "proxPV": 1}
-_F64 = np.dtype(np.float64)
-
-
-def _ready(x, n):
-    """x is a C-contiguous float64 ndarray of shape (n,), the type the prepared kernel was
-    compiled for (anything else goes through the model's checks, which convert or raise)."""
-    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,) and x.strides == _STRIDE
-
-
-_STRIDE = (8,)
-
-
-def _entry(dispatcher, *args):
-    """The compiled entry point of `dispatcher` for the numba types of `args` (compiled or loaded
-    from the cache now): a call skips the dispatcher's type resolution, about 1 µs per call
-    with a structref argument. Its arguments must have exactly these types (no checks)."""
-    sig = tuple(numba.typeof(a) for a in args)
-    dispatcher.compile(sig)
-    return dispatcher.overloads[sig].entry_point
+ALGORITHMS = ("constrainedABA", "proxPV")
+UNIT_TOL = 1e-6          # as `Model.check_q`
+_SOLVE = {"constrainedABA": caba_solve_kernel, "proxPV": pv_solve_kernel}
+_IMPULSE = {"constrainedABA": caba_impulse_kernel, "proxPV": pv_impulse_kernel}
+_result = tuple.__new__  # a NamedTuple made without its Python-level __new__ (0.1 µs a call)
+_empty = np.empty
 
 
 class ConstrainedDynamics:
-    """Constrained forward dynamics prepared once for a model and a constraint set: the flat
-    constraint arrays, the row structure (𝒮_E, link rows, proxPV's items) and every workspace
-    are built here, so that `solve(q, v, tau)` is one compiled call (`constrained_solve_kernel`)
-    over one `ConstrainedState` handle, with the input checks inside it.
+    """Constrained forward dynamics prepared once for a model and a constraint set: the model's
+    and the set's arrays, the row structure (𝒮_E, link rows, proxPV's items), the settings and
+    every workspace are packed here into two flat arrays (`constrained_kernels.PACKED_FIELDS`),
+    so that `solve(q, v, tau)` is one compiled call on them, with the input checks inside it.
 
         cd = solvers.ConstrainedDynamics(model, constraints, algorithm="constrainedABA")
         r = cd.solve(q, v, tau)          # ConstrainedResult(a, lam, iterations, residual)
@@ -222,7 +209,9 @@ class ConstrainedDynamics:
     `prox_pv`); mu, tol, max_iter as in `constrained_aba`, kept as attributes (checked here;
     change them with `set_settings`). Constraint sets that couple two moving bodies under
     "constrainedABA" take `constrained_aba`'s link-graph path (not one compiled call).
-    Each solve returns new arrays a (nv,) and lam (m,)."""
+    The model's arrays (tree, inertias, armature, gravity) and the constraint set's are copied
+    when prepared: after changing them in place, call `refresh()`. Each solve returns new arrays
+    a (nv,) and lam (m,)."""
 
     def __init__(self, model, constraints, algorithm="constrainedABA", mu=1e6, tol=1e-10, max_iter=50):
         if algorithm not in ALGORITHMS:
@@ -231,79 +220,123 @@ class ConstrainedDynamics:
         self.constraints = as_constraint_set(model, constraints)
         self.algorithm = algorithm
         self.nv, self.m = model.nv, self.constraints.m
-        self.set_settings(mu, tol, max_iter)
         self._work = _work(model, self.constraints)
-        self._method = ALGORITHMS[algorithm]
-        self._graph = self._method == 0 and self._work.coupled
-        self._state = None if self._graph else _state(model, self.constraints, self._work)
-        if self._state is not None:
-            nv, z = self.nv, np.zeros
-            self._kernel = _entry(constrained_solve_kernel, self._state, self._method, z(model.nq), z(nv), z(nv),
-                                  z(self.m), 1.0, 0.0, 1, UNIT_TOL, z(nv), z(self.m))
+        self._graph = algorithm == "constrainedABA" and self._work.coupled
+        if not self._graph:
+            self._fw, self._iw, self._views = _pack(model, self.constraints, self._work)
+            self._zero = self._views["zero_m"]
+            z = np.zeros
+            self._solve_kernel = typed_entry(_SOLVE[algorithm], self._fw, self._iw, z(1), z(1), z(1), z(1), z(1),
+                                              z(1))
+            self._impulse_kernel = typed_entry(_IMPULSE[algorithm], self._fw, self._iw, z(1), z(1), z(1), z(1),
+                                                z(1))
+        self.set_settings(mu, tol, max_iter)
 
     def set_settings(self, mu=1e6, tol=1e-10, max_iter=50):
         """The proximal parameter μ > 0, the tolerance and the iteration cap of later solves."""
         self.mu, self.tol, self.max_iter = _settings(mu, tol, max_iter)
+        if not self._graph:
+            self._views["settings"][:] = (self.mu, self.tol, self.max_iter, UNIT_TOL)
 
-    def solve(self, q, v, tau, a_ref=None):
+    def refresh(self):
+        """Copy the model's and the constraint set's arrays again (after an in-place change)."""
+        if not self._graph:
+            m, cs = self.model, self.constraints
+            refresh_kernel(self._fw, self._iw, m.jint, m.jfloat, m.armature, m.gravity, cs.cb_kind, cs.cb_row,
+                           cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg)
+
+    def solve(self, q, v, tau, a_ref=None, out=None):
         """`ConstrainedResult` at (q (nq,), v (nv,), tau (nv,)), a_ref (m,) the desired constraint
-        accelerations (None: 0). ValueError on bad input, before anything is computed."""
-        return self._solve(q, v, tau, a_ref, self.mu, self.tol, self.max_iter)
-
-    def _solve(self, q, v, tau, a_ref, mu, tol, max_iter):
-        model, nv = self.model, self.nv
+        accelerations (None: 0). out: None (new arrays a, lam) or the caller's (a, lam), float64
+        C-contiguous arrays of shapes (nv,), (m,) to write into (no allocation: a loop of solves).
+        ValueError on bad input, before anything is computed or written."""
         if self._graph:
-            q, v, tau, cs, a_ref = _inputs(model, q, v, tau, self.constraints, a_ref)
-            return _coupled(model, q, v, tau, cs, self._work, mu, tol, max_iter, a_ref)
-        if not (_ready(v, nv) and _ready(tau, nv) and _ready(q, model.nq)):
-            q, v, tau = (np.ascontiguousarray(x) for x in (model.check_q(q), model.check_v(v),
-                                                           model.check_v(tau, "tau")))
-        if a_ref is None:
-            a_ref = self._work.zero
-        elif not _ready(a_ref, self.m):
-            a_ref = np.ascontiguousarray(_inputs(model, q, v, tau, self.constraints, a_ref)[4])
-        a, lam = np.empty(nv), np.empty(self.m)
-        status, it, res = self._kernel(self._state, self._method, q, v, tau, a_ref, mu, tol, max_iter, UNIT_TOL, a,
-                                       lam)
+            return self._solve_coupled(q, v, tau, a_ref, out)
+        try:
+            a, lam = (_empty(self.nv), _empty(self.m)) if out is None else out
+            status, it, res = self._solve_kernel(self._fw, self._iw, q, v, tau, self._zero if a_ref is None else a_ref,
+                                                 a, lam)
+        except (TypeError, ValueError):     # not C-contiguous float64 arrays: convert, or raise
+            q, v, tau, a_ref, (a, lam) = self._converted(q, v, tau, a_ref, out)
+            status, it, res = self._solve_kernel(self._fw, self._iw, q, v, tau, a_ref, a, lam)
         if status:
-            self._raise(status, q, v, tau, a_ref)
-        return ConstrainedResult(a, lam, it, res)
+            self._raise(status, q, v, tau, a_ref, out)
+        return _result(ConstrainedResult, (a, lam, it, res))
+
+    def _converted(self, q, v, tau, a_ref, out):
+        """(q, v, tau, a_ref, (a, lam)) as the prepared kernel's types, converted by the model's
+        checks (lists, other dtypes, strided or read-only arrays), or the checks' ValueError."""
+        q, v, tau, _, a_ref = _inputs(self.model, q, v, tau, self.constraints, a_ref)
+        _check_out(out, self.nv, self.m)
+        q, v, tau, a_ref = (np.require(x, np.float64, ("C", "W", "A")) for x in (q, v, tau, a_ref))
+        return q, v, tau, a_ref, (_empty(self.nv), _empty(self.m)) if out is None else out
+
+    def _solve_coupled(self, q, v, tau, a_ref, out):
+        q, v, tau, cs, a_ref = _inputs(self.model, q, v, tau, self.constraints, a_ref)
+        _check_out(out, self.nv, self.m)
+        r = _coupled(self.model, q, v, tau, cs, self._work, self.mu, self.tol, self.max_iter, a_ref)
+        if out is None:
+            return r
+        out[0][...], out[1][...] = r.a, r.lam
+        return r._replace(a=out[0], lam=out[1])
 
     def impulse(self, q, v_free, corr):
-        """The velocity-level step of a time-stepping scheme (`impulse_solve_kernel`): Δv (nv,)
+        """The velocity-level step of a time-stepping scheme (`caba_impulse_kernel`): Δv (nv,)
         minimising ½‖Δv‖²_M with J(q)(v_free + Δv) = −corr (corr (m,), m/s), and the impulses
         lam (m,) (M Δv = Jᵀ lam), as `ConstrainedResult(dv, lam, iterations, residual)` (residual:
-        ‖J Δv + J v_free + corr‖∞, m/s). q (nq,), v_free (nv,), corr: float arrays, trusted (no
-        checks: the caller's own state). Not for constraint sets that couple two moving bodies
-        under "constrainedABA" (use "proxPV")."""
+        ‖J Δv + J v_free + corr‖∞, m/s). q (nq,), v_free (nv,), corr: float64 arrays, trusted
+        (the caller's own state: shapes are not checked). Not for constraint sets that couple two
+        moving bodies under "constrainedABA" (use "proxPV")."""
         if self._graph:
             raise ValueError("impulse: rows between two moving bodies need algorithm='proxPV'")
         dv, lam = np.empty(self.nv), np.empty(self.m)
-        status, it, res = impulse_solve_kernel(self._state, self._method, q, v_free, corr, self.mu, self.tol,
-                                               self.max_iter, dv, lam)
+        status, it, res = self._impulse_kernel(self._fw, self._iw, q, v_free, corr, dv, lam)
         if status:
-            raise self.model.singular_mass_matrix_error(self._work.op)
-        return ConstrainedResult(dv, lam, it, res)
+            raise self.model.singular_mass_matrix_error(self._views["op"])
+        return _result(ConstrainedResult, (dv, lam, it, res))
 
-    def _raise(self, status, q, v, tau, a_ref):
-        """The model's own message for a bad input (status of `constrained_solve_kernel`)."""
+    def _raise(self, status, q, v, tau, a_ref, out=None):
+        """The model's own message for a bad input (status of `caba_solve_kernel`)."""
         if status == SINGULAR:
-            raise self.model.singular_mass_matrix_error(self._work.op)
+            raise self.model.singular_mass_matrix_error(self._views["op"])
         _inputs(self.model, q, v, tau, self.constraints, a_ref)
-        raise AssertionError(f"constrained_solve_kernel status {status} on inputs that pass the checks")
+        _check_out(out, self.nv, self.m)
+        raise AssertionError(f"prepared solve status {status} on inputs that pass the checks")
+
+    def _solve_with(self, q, v, tau, a_ref, mu, tol, max_iter):
+        """`solve` with these (checked) settings (the one-shot functions), after `refresh`."""
+        if (mu, tol, max_iter) != (self.mu, self.tol, self.max_iter):
+            self.set_settings(mu, tol, max_iter)
+        self.refresh()
+        return self.solve(q, v, tau, a_ref)
 
 
-UNIT_TOL = 1e-6          # as `Model.check_q`
+def _check_out(out, nv, m):
+    """ValueError unless out is None or a pair of writable, aligned, C-contiguous float64 arrays
+    (nv,), (m,) (ndarray itself: a subclass is not what the kernel was compiled for)."""
+    if out is None:
+        return
+    ok = isinstance(out, (tuple, list)) and len(out) == 2 and all(
+        type(x) is np.ndarray and x.dtype == np.float64 and x.flags.c_contiguous and x.flags.writeable
+        and x.flags.aligned and x.shape == (k,) for x, k in zip(out, (nv, m)))
+    if not ok:
+        raise ValueError(f"out must be None or (a, lam): writable C-contiguous float64 arrays of shapes ({nv},), "
+                         f"({m},)")
 
 
-def _state(model, cs, w):
-    """The `ConstrainedState` of (model, cs) over the workspaces of w (a `_Work`)."""
-    it_row, it_side, lo, hi, lptr, own, se, tail = w.pv()
-    return ConstrainedState(model.jint, model.jfloat, model.armature, model.gravity, cs.cb_kind, cs.cb_row,
-                            cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg, w.oR, w.op, w.S, w.H, w.la, w.lb, w.kA,
-                            w.kB, w.vel, w.c, w.pA, w.gk, w.kref, w.IA, w.Lc, w.U, w.u, w.du, w.dpA, w.qprev, w.e,
-                            w.acc, w.rows, w.krow, w.lptr, w.lrow, w.jrow, w.se,
-                            (it_row, it_side, lo, hi, lptr, own, se) + tail, w.scratch)
+def _pack(model, cs, w):
+    """(fw, iw, views by name) of the packed workspaces of (model, cs), w its `_Work`."""
+    it_row, it_side, lo, hi, lptr, own, se, _ = w.pv()
+    sizes = dict(n=model.nbodies, nv=model.nv, nq=model.nq, m=cs.m, nc=cs.cb_kind.shape[0], ni=it_row.shape[0],
+                 nl=w.lrow.shape[0], nj=w.jrow.shape[0], no=own.shape[0])
+    fw, iw, views = pack(SIZE_NAMES, PACKED_FIELDS, sizes)
+    refresh_kernel(fw, iw, model.jint, model.jfloat, model.armature, model.gravity, cs.cb_kind, cs.cb_row,
+                   cs.cb_nrows, cs.cb_body, cs.cb_f, cs.dof, cs.sg)
+    for name, x in (("krow", w.krow), ("lptr", w.lptr), ("lrow", w.lrow), ("jrow", w.jrow), ("se", w.se),
+                    ("it_row", it_row), ("it_side", it_side), ("lo", lo), ("hi", hi), ("pv_lptr", lptr),
+                    ("own", own), ("pv_se", se)):
+        views[name][...] = x
+    return fw, iw, views
 
 
 def _prepared(model, cs, algorithm):
@@ -330,7 +363,7 @@ def constrained_aba(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=5
     `ConstrainedDynamics`, for repeated calls). Returns `ConstrainedResult` (module doc)."""
     mu, tol, max_iter = _settings(mu, tol, max_iter)
     cs = as_constraint_set(model, constraints)
-    return _prepared(model, cs, "constrainedABA")._solve(q, v, tau, a_ref, mu, tol, max_iter)
+    return _prepared(model, cs, "constrainedABA")._solve_with(q, v, tau, a_ref, mu, tol, max_iter)
 
 
 def _coupled(model, q, v, tau, cs, w, mu, tol, max_iter, a_ref):
@@ -371,7 +404,7 @@ def prox_pv(model, q, v, tau, constraints, mu=1e6, tol=1e-10, max_iter=50, a_ref
     Returns `ConstrainedResult`."""
     mu, tol, max_iter = _settings(mu, tol, max_iter)
     cs = as_constraint_set(model, constraints)
-    return _prepared(model, cs, "proxPV")._solve(q, v, tau, a_ref, mu, tol, max_iter)
+    return _prepared(model, cs, "proxPV")._solve_with(q, v, tau, a_ref, mu, tol, max_iter)
 
 
 # ----------------------------------------------------------------------------- proxLTL

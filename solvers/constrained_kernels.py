@@ -20,31 +20,49 @@ in the caller's `scratch` (4, 6, 6)) and call only each other, inlined helpers, 
 `_gather` (`delassus_kernels.gather_kernel` compiled the same way); the option is inherited by
 every kernel they call, so kernels that call `models` kernels (`prepare_kernel`) keep it.
 """
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
-from numba.core import types
-from numba.experimental import structref
 
 import models.dynamics
 import models.joints
 import models.kinematics
 import models.spatial
-from models.dynamics import _dot_col, _mv6
-from models.dynamics import bias_sweep_kernel, cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
+import solvers.constraints
+import solvers.delassus_kernels
+import solvers.packed
+from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
+from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
-from models.kinematics import all_finite, kinematics_kernel, q_status_kernel
+from models.joints import joint_subspace_local_into
+from models.kinematics import all_finite, fk_kernel, q_status_kernel
+from models.layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_SIZE, JI_IV, JI_NV, JI_PARENT, JI_SIZE, JI_TYPE
+from models.spatial import inertia_to_world, motion_to_world
 
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
+from .packed import slots, view1, view2, view3
 
-# kernels that allocate nothing: no reference counting (numba's private `_nrt` option)
-_NOREF = dict(cache=True, _nrt=False)
-# `gather_kernel` without reference counting for the iteration loop (not cached: a second
-# dispatcher of the same function would share its cache index; it is compiled into its callers)
-_gather = njit(_nrt=False)(gather_kernel.py_func)
+# kernels that allocate nothing: no reference counting (numba's private `_nrt` option), no
+# division-by-zero checks (error_model "numpy": inf/nan as in NumPy), and two of LLVM's fast-math
+# permissions that keep IEEE semantics for inf/nan (the input checks rely on them): fused
+# multiply-adds ("contract") and x / d as x · (1/d) ("arcp", the reciprocal leaves the sweeps'
+# dependency chains). These options are inherited by the kernels they call.
+_FLAGS = dict(_nrt=False, error_model="numpy", fastmath={"contract", "arcp"})
+_NOREF = dict(cache=True, **_FLAGS)
+# other modules' kernels compiled with these options for the kernels here (not cached: a second
+# dispatcher of the same function would share its cache index; they are compiled into their
+# callers, whose cache `drop_stale_cache` drops when their modules change)
+_gather = njit(**_FLAGS)(gather_kernel.py_func)
+_rows = njit(**_FLAGS)(rows_kernel.py_func)
+_q_status = njit(**_FLAGS)(q_status_kernel.py_func)
+_all_finite = njit(**_FLAGS)(all_finite.py_func)
+_fk = njit(**_FLAGS)(fk_kernel.py_func)
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
-                            models.joints.__file__])
+                            models.joints.__file__, solvers.constraints.__file__, solvers.delassus_kernels.__file__,
+                            solvers.packed.__file__])
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -186,17 +204,72 @@ def supports_kernel(jint, la, dof, dof_link, se):
             i = jint[i, 0]
 
 
-@njit(cache=True)
+@njit(**_NOREF)
+def kinematics_scratch_kernel(jint, jfloat, q, oR, op, S, H, scratch):
+    """`models.kinematics.kinematics_kernel` (FK, world-frame S (6, nv) and H (n, 6, 6)) with its
+    temporaries in scratch (4, 6, 6) (rows 2–3), so that it runs without reference counting
+    (its H is exactly symmetric)."""
+    _fk(jint, jfloat, q, oR, op)
+    s, col, c = scratch[2, 0], scratch[2, 1], scratch[2, 2, :3]
+    T, Ic = scratch[3, :3, :3], scratch[3, 3:, :3]
+    for i in range(jint.shape[0]):
+        jt, iv, nvi = jint[i, JI_TYPE], jint[i, JI_IV], jint[i, JI_NV]
+        R = oR[i]
+        for k in range(nvi):
+            joint_subspace_local_into(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], k, s)
+            motion_to_world(R, op[i], s, col)
+            for r in range(6):
+                S[r, iv + k] = col[r]
+        cl, Il = jfloat[i, JF_COM:JF_COM + 3], jfloat[i, JF_INERTIA:JF_INERTIA + 9]
+        for r in range(3):
+            c[r] = R[r, 0] * cl[0] + R[r, 1] * cl[1] + R[r, 2] * cl[2] + op[i, r]
+            for cc in range(3):
+                T[r, cc] = R[r, 0] * Il[cc] + R[r, 1] * Il[3 + cc] + R[r, 2] * Il[6 + cc]
+        for r in range(3):                   # R Iₗ Rᵀ, symmetric: the upper triangle, mirrored
+            for cc in range(r, 3):
+                t = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
+                Ic[r, cc] = t
+                Ic[cc, r] = t
+        inertia_to_world(jfloat[i, JF_MASS], c, Ic, H[i])
+
+
+@njit(**_NOREF)
+def bias_sweep_scratch_kernel(jint, S, H, v, vel, c, pA, scratch):
+    """`models.dynamics.bias_sweep_kernel` (vᵢ, cᵢ = vᵢ × Sᵢ q̇ᵢ, pᴬᵢ += vᵢ ×* Hᵢ vᵢ) with its
+    temporaries in scratch (4, 6, 6) (row 2), so that it runs without reference counting."""
+    vJ, h = scratch[2, 3], scratch[2, 4]
+    for i in range(jint.shape[0]):
+        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
+        for r in range(6):
+            vJ[r] = 0.0
+        for k in range(iv, iv + nvi):
+            x = v[k]
+            for r in range(6):
+                vJ[r] += S[r, k] * x
+        if par >= 0:
+            for r in range(6):
+                vel[i, r] = vel[par, r] + vJ[r]
+        else:
+            for r in range(6):
+                vel[i, r] = vJ[r]
+        _crm_into(vel[i], vJ, c[i])
+        _mv6(H[i], vel[i], h)
+        _crf_add(vel[i], h, pA[i])
+
+
+@njit(**_NOREF)
 def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, a_ref, oR, op, S, H,
                    la, lb, kA, kB, vel, c, pA, gk, kref, scratch):
     """Everything at (q, v) before the sweeps, in one call: kinematics, the rows K
     (`rows_kernel`), the first forward sweep (vel, c, pA) and γ_K; then kref = k of Eq. 20c
     for the sweeps, k = a_ref − γ_K + K a₀ (a₀ = (−g, 0), the uniform field of Eq. 20d that
     every link acceleration of the sweeps carries). scratch (4, 6, 6): temporaries."""
-    kinematics_kernel(jint, jfloat, q, oR, op, S, H)
-    rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, True)
-    pA[:, :] = 0.0
-    bias_sweep_kernel(jint, S, H, v, vel, c, pA)
+    kinematics_scratch_kernel(jint, jfloat, q, oR, op, S, H, scratch)
+    _rows(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB, True)
+    for i in range(pA.shape[0]):
+        for r in range(6):
+            pA[i, r] = 0.0
+    bias_sweep_scratch_kernel(jint, S, H, v, vel, c, pA, scratch)
     row_drift_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, vel, gk, scratch)
     for r in range(kref.shape[0]):
         t = a_ref[r] - gk[r]
@@ -211,16 +284,19 @@ def prepare_kernel(jint, jfloat, gravity, q, v, cb_kind, cb_row, cb_nrows, cb_bo
 
 # --------------------------------------------------------------------------- sweeps
 @njit(cache=True, inline="always")
-def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
+def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u, h):
     """The backward step of `articulate_kernel` at a one-dof joint k (scalar D = Sᵀ Iᴬ S + dj,
-    Lcᵢ = √D): the same operations without the small-matrix loops. False if D ≤ 0."""
+    Lcᵢ = √D): the same operations without the small-matrix loops, Iᴬ S and Iᴬ c (into h (6,))
+    in one pass over Iᴬ, and the symmetric parent update on its upper triangle. False if D ≤ 0."""
     s0, s1, s2, s3, s4, s5 = S[0, k], S[1, k], S[2, k], S[3, k], S[4, k], S[5, k]
+    c0, c1, c2, c3, c4, c5 = c[i, 0], c[i, 1], c[i, 2], c[i, 3], c[i, 4], c[i, 5]
     d = dj
     for r in range(6):
-        t = (IA[i, r, 0] * s0 + IA[i, r, 1] * s1 + IA[i, r, 2] * s2 + IA[i, r, 3] * s3 + IA[i, r, 4] * s4
-             + IA[i, r, 5] * s5)
+        a0, a1, a2, a3, a4, a5 = IA[i, r, 0], IA[i, r, 1], IA[i, r, 2], IA[i, r, 3], IA[i, r, 4], IA[i, r, 5]
+        t = a0 * s0 + a1 * s1 + a2 * s2 + a3 * s3 + a4 * s4 + a5 * s5
         U[r, k] = t
         d += S[r, k] * t
+        h[r] = a0 * c0 + a1 * c1 + a2 * c2 + a3 * c3 + a4 * c4 + a5 * c5
     if not d > 0.0:
         return False
     Lc[i, 0, 0] = np.sqrt(d)
@@ -233,14 +309,13 @@ def _articulate_one(i, par, k, dj, S, IA, U, Lc, c, pA, u):
         y -= U[r, k] * c[i, r]
     y /= d
     for r in range(6):
-        t = pA[i, r] + U[r, k] * y
-        for cc in range(6):
-            t += IA[i, r, cc] * c[i, cc]
-        pA[par, r] += t
-    for r in range(6):
+        pA[par, r] += pA[i, r] + h[r] + U[r, k] * y
+    for r in range(6):                   # symmetric: the upper triangle, mirrored
         w = U[r, k] / d
-        for cc in range(6):
-            IA[par, r, cc] += IA[i, r, cc] - w * U[cc, k]
+        for cc in range(r, 6):
+            t = IA[par, r, cc] + IA[i, r, cc] - w * U[cc, k]
+            IA[par, r, cc] = t
+            IA[par, cc, r] = t
     return True
 
 
@@ -283,7 +358,7 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
                 r = jrow[j]
                 if dof[r] == iv:
                     dj += mu * sg[r] * sg[r]
-            if not _articulate_one(i, par, iv, dj, S, IA, U, Lc, c, pA, u):
+            if not _articulate_one(i, par, iv, dj, S, IA, U, Lc, c, pA, u, h):
                 return False
             continue
         for k in range(nvi):
@@ -416,7 +491,7 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
             e[r] *= mu
             lam[r] += e[r]
         step = np.inf
-        if it > 1:
+        if it > 1 and tol > 0.0:            # (tol = 0: a fixed number of iterations)
             step = 0.0
             for i in range(n):
                 if se[i]:
@@ -424,10 +499,11 @@ def caba_kernel(jint, armature, gravity, S, H, tau, rows, kA, krow, dof, sg, kre
                         step = max(step, abs(qdd[k] - qprev[k]))
         if min(step, res) < tol or it >= max_iter:
             break
-        for i in range(n):
-            if se[i]:
-                for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
-                    qprev[k] = qdd[k]
+        if tol > 0.0:
+            for i in range(n):
+                if se[i]:
+                    for k in range(jint[i, 3], jint[i, 3] + jint[i, 5]):
+                        qprev[k] = qdd[k]
         force_sweep_kernel(jint, S, U, Lc, kA, krow, lptr, lrow, dof, sg, jrow, se, e, u, du, dpA, w)
         rollout_kernel(jint, gravity, S, U, Lc, c, u, qdd, acc, se, 1, w)
         it += 1
@@ -621,75 +697,114 @@ def prox_ltl_kernel(jint, jfloat, armature, gravity, dpar, q, v, tau, J, gamma, 
     return it, res
 
 
-# --------------------------------------------------------------------------- prepared state
-@structref.register
-class ConstrainedStateType(types.StructRef):
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(t)) for name, t in fields)
+# --------------------------------------------------------------------------- prepared calls
+# The prepared calls run on packed workspaces (`solvers.packed`): the entry kernels below make
+# their arrays as views of fw/iw (`packed_views`) and are compiled without numba's reference
+# counting where nothing allocates (constrainedABA; proxPV's dense Cholesky allocates).
+SIZE_NAMES = ("n", "nv", "nq", "m", "nc", "ni", "nl", "nj", "no")
+PACKED_FIELDS = (
+    # (name, kind, shape: ints or size names; "n1" = n + 1)
+    # the model and the constraint set (copied when prepared; `ConstrainedDynamics.refresh`)
+    ("jint", "i", ("n", JI_SIZE)), ("jfloat", "f", ("n", JF_SIZE)), ("armature", "f", ("nv",)),
+    ("gravity", "f", (3,)), ("cb_kind", "i", ("nc",)), ("cb_row", "i", ("nc",)), ("cb_nrows", "i", ("nc",)),
+    ("cb_body", "i", ("nc", 2)), ("cb_f", "f", ("nc", 24)), ("dof", "i", ("m",)), ("sg", "f", ("m",)),
+    # settings: μ, tol, max_iter, the unit-quaternion tolerance
+    ("settings", "f", (4,)),
+    # structure of the rows (`constrained._Work`): link rows CSR, joint rows, 𝒮_E
+    ("krow", "i", ("m",)), ("lptr", "i", ("n1",)), ("lrow", "i", ("nl",)), ("jrow", "i", ("nj",)),
+    ("se", "i", ("n",)),
+    # proxPV items (`constrained._Work.pv`)
+    ("it_row", "i", ("ni",)), ("it_side", "i", ("ni",)), ("lo", "i", ("n",)), ("hi", "i", ("n",)),
+    ("pv_lptr", "i", ("n1",)), ("own", "i", ("no",)), ("pv_se", "i", ("n",)),
+    # workspaces
+    ("la", "i", ("m",)), ("lb", "i", ("m",)), ("oR", "f", ("n", 3, 3)), ("op", "f", ("n", 3)),
+    ("S", "f", (6, "nv")), ("H", "f", ("n", 6, 6)), ("kA", "f", ("m", 6)), ("kB", "f", ("m", 6)),
+    ("vel", "f", ("n", 6)), ("c", "f", ("n", 6)), ("pA", "f", ("n", 6)), ("dpA", "f", ("n", 6)),
+    ("acc", "f", ("n", 6)), ("gk", "f", ("m",)), ("kref", "f", ("m",)), ("e", "f", ("m",)),
+    ("IA", "f", ("n", 6, 6)), ("Lc", "f", ("n", 6, 6)), ("U", "f", (6, "nv")), ("u", "f", ("nv",)),
+    ("du", "f", ("nv",)), ("qprev", "f", ("nv",)), ("zero_m", "f", ("m",)), ("zero_nv", "f", ("nv",)),
+    ("zero3", "f", (3,)), ("scratch", "f", (4, 6, 6)),
+    ("KI", "f", ("ni", 6)), ("Wk", "f", ("ni", 6)), ("Zk", "f", ("ni", 6)), ("L", "f", ("m", "m")),
+    ("C", "f", ("m", "m")), ("l", "f", ("m",)), ("tmp", "f", ("m",)))
+SIZE, SLOT = slots(SIZE_NAMES, PACKED_FIELDS)     # header slots of the sizes, offsets of the fields
+SET_MU, SET_TOL, SET_MAX_ITER, SET_UNIT_TOL = range(4)              # entries of `settings`
+Packed = namedtuple("Packed", SLOT._fields)
 
 
-class ConstrainedState(structref.StructRefProxy):
-    """Every array a prepared constrained-dynamics solve reads or writes, as one numba structref
-    (crosses the Python/numba boundary as one pointer, about 1 µs cheaper per 5 arrays than
-    passing them): model (jint, jfloat, armature, gravity), constraint set (cb_*, dof, sg),
-    rows and sweep workspaces (see `prepare_kernel`, `caba_kernel`), the proxPV items and
-    workspaces (`pv`, a tuple in the order of `pv_kernel`'s arguments), scratch (4, 6, 6)."""
+@njit(cache=True, inline="always")
+def packed_views(fw, iw):
+    """`Packed`: every field of `PACKED_FIELDS` as a view of fw or iw (no copies)."""
+    n, nv, m, nc = iw[SIZE.n], iw[SIZE.nv], iw[SIZE.m], iw[SIZE.nc]
+    ni, nl, nj, no = iw[SIZE.ni], iw[SIZE.nl], iw[SIZE.nj], iw[SIZE.no]
+    return Packed(
+        view2(iw, iw, SLOT.jint, n, JI_SIZE), view2(fw, iw, SLOT.jfloat, n, JF_SIZE),
+        view1(fw, iw, SLOT.armature, nv),
+        view1(fw, iw, SLOT.gravity, 3), view1(iw, iw, SLOT.cb_kind, nc), view1(iw, iw, SLOT.cb_row, nc),
+        view1(iw, iw, SLOT.cb_nrows, nc), view2(iw, iw, SLOT.cb_body, nc, 2), view2(fw, iw, SLOT.cb_f, nc, 24),
+        view1(iw, iw, SLOT.dof, m), view1(fw, iw, SLOT.sg, m),
+        view1(fw, iw, SLOT.settings, 4),
+        view1(iw, iw, SLOT.krow, m), view1(iw, iw, SLOT.lptr, n + 1), view1(iw, iw, SLOT.lrow, nl),
+        view1(iw, iw, SLOT.jrow, nj), view1(iw, iw, SLOT.se, n),
+        view1(iw, iw, SLOT.it_row, ni), view1(iw, iw, SLOT.it_side, ni), view1(iw, iw, SLOT.lo, n),
+        view1(iw, iw, SLOT.hi, n), view1(iw, iw, SLOT.pv_lptr, n + 1), view1(iw, iw, SLOT.own, no),
+        view1(iw, iw, SLOT.pv_se, n),
+        view1(iw, iw, SLOT.la, m), view1(iw, iw, SLOT.lb, m), view3(fw, iw, SLOT.oR, n, 3, 3), view2(fw, iw, SLOT.op, n, 3),
+        view2(fw, iw, SLOT.S, 6, nv), view3(fw, iw, SLOT.H, n, 6, 6), view2(fw, iw, SLOT.kA, m, 6),
+        view2(fw, iw, SLOT.kB, m, 6),
+        view2(fw, iw, SLOT.vel, n, 6), view2(fw, iw, SLOT.c, n, 6), view2(fw, iw, SLOT.pA, n, 6),
+        view2(fw, iw, SLOT.dpA, n, 6), view2(fw, iw, SLOT.acc, n, 6), view1(fw, iw, SLOT.gk, m),
+        view1(fw, iw, SLOT.kref, m), view1(fw, iw, SLOT.e, m),
+        view3(fw, iw, SLOT.IA, n, 6, 6), view3(fw, iw, SLOT.Lc, n, 6, 6), view2(fw, iw, SLOT.U, 6, nv),
+        view1(fw, iw, SLOT.u, nv), view1(fw, iw, SLOT.du, nv), view1(fw, iw, SLOT.qprev, nv),
+        view1(fw, iw, SLOT.zero_m, m), view1(fw, iw, SLOT.zero_nv, nv), view1(fw, iw, SLOT.zero3, 3),
+        view3(fw, iw, SLOT.scratch, 4, 6, 6),
+        view2(fw, iw, SLOT.KI, ni, 6), view2(fw, iw, SLOT.Wk, ni, 6), view2(fw, iw, SLOT.Zk, ni, 6),
+        view2(fw, iw, SLOT.L, m, m), view2(fw, iw, SLOT.C, m, m), view1(fw, iw, SLOT.l, m), view1(fw, iw, SLOT.tmp, m))
 
-    def __new__(cls, *fields):
-        return _new_constrained_state(*fields)
+
+@njit(cache=True, inline="always")
+def _rows_tuple(p):
+    """The row tuple of `delassus_kernels.gather_kernel` with every row generic (K a)."""
+    return (p.la, p.lb, p.kA, p.kB, p.dof, p.sg, p.krow, p.krow[:0], p.jint[:0, :2], p.cb_f[:0])
 
 
-CONSTRAINED_STATE_FIELDS = (
-    "jint", "jfloat", "armature", "gravity", "cb_kind", "cb_row", "cb_nrows", "cb_body", "cb_f", "dof", "sg",
-    "oR", "op", "S", "H", "la", "lb", "kA", "kB", "vel", "c", "pA", "gk", "kref", "IA", "Lc", "U", "u", "du",
-    "dpA", "qprev", "e", "acc", "rows", "krow", "lptr", "lrow", "jrow", "se", "pv", "scratch")
-structref.define_proxy(ConstrainedState, ConstrainedStateType, list(CONSTRAINED_STATE_FIELDS))
+# status codes of the prepared calls
+OK, BAD_Q, BAD_V, BAD_TAU, BAD_AREF, BAD_OUT, SINGULAR = 0, 1, 2, 3, 4, 5, 6
 
 
-@njit(cache=True)
-def _new_constrained_state(jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, oR,
-                           op, S, H, la, lb, kA, kB, vel, c, pA, gk, kref, IA, Lc, U, u, du, dpA, qprev, e, acc, rows,
-                           krow, lptr, lrow, jrow, se, pv, scratch):
-    """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
-    return ConstrainedState(jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, oR,
-                            op, S, H, la, lb, kA, kB, vel, c, pA, gk, kref, IA, Lc, U, u, du, dpA, qprev, e, acc,
-                            rows, krow, lptr, lrow, jrow, se, pv, scratch)
+@njit(cache=True, inline="always")
+def _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam):
+    """OK, or the status of the first bad argument: q (nq,) finite with unit quaternions within
+    the tolerance of `settings`; v, tau (nv,), a_ref (m,) finite; outputs qdd (nv,), lam (m,)."""
+    nv, m = iw[SIZE.nv], iw[SIZE.m]
+    if q.shape[0] != iw[SIZE.nq] or _q_status(p.jint, q, p.settings[SET_UNIT_TOL]) != -1:
+        return BAD_Q
+    if v.shape[0] != nv or not _all_finite(v):
+        return BAD_V
+    if tau.shape[0] != nv or not _all_finite(tau):
+        return BAD_TAU
+    if a_ref.shape[0] != m or not _all_finite(a_ref):
+        return BAD_AREF
+    if qdd.shape[0] != nv or lam.shape[0] != m:
+        return BAD_OUT
+    return OK
 
 
-# status codes of `constrained_solve_kernel`
-OK, BAD_Q, BAD_V, BAD_TAU, BAD_AREF, SINGULAR = 0, 1, 2, 3, 4, 5
+@njit(cache=True, inline="always")
+def _prepare(p, gravity, q, v, a_ref):
+    prepare_kernel(p.jint, p.jfloat, gravity, q, v, p.cb_kind, p.cb_row, p.cb_nrows, p.cb_body, p.cb_f, p.dof,
+                   a_ref, p.oR, p.op, p.S, p.H, p.la, p.lb, p.kA, p.kB, p.vel, p.c, p.pA, p.gk, p.kref, p.scratch)
 
 
-@njit(cache=True)
-def constrained_solve_kernel(st, method, q, v, tau, a_ref, mu, tol, max_iter, unit_tol, qdd, lam):
-    """One prepared constrained forward dynamics call (paper 002): the input checks (q finite
-    with unit quaternions within unit_tol, v, tau, a_ref finite: status BAD_* before anything
-    is written), `prepare_kernel`, then constrainedABA (method 0, Alg. 3, `caba_kernel`, unary
-    rows only) or proxPV (method 1, Alg. 4, `pv_kernel`). st: a `ConstrainedState`.
-    qdd (nv,), lam (m,) out, lam in this code base's sign (M q̈ = τ − c + Jᵀ lam).
-    Returns (status, iterations, residual)."""
-    if q_status_kernel(st.jint, q, unit_tol) != -1:
-        return BAD_Q, 0, np.inf
-    if not all_finite(v):
-        return BAD_V, 0, np.inf
-    if not all_finite(tau):
-        return BAD_TAU, 0, np.inf
-    if not all_finite(a_ref):
-        return BAD_AREF, 0, np.inf
-    prepare_kernel(st.jint, st.jfloat, st.gravity, q, v, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
-                   st.dof, a_ref, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
-                   st.kref, st.scratch)
-    if method == 0:
-        lam[:] = 0.0
-        it, res = caba_kernel(st.jint, st.armature, st.gravity, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof,
-                              st.sg, st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA,
-                              st.IA, st.U, st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, qdd, st.acc, lam, st.scratch)
-    else:
-        it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
-        it, res = pv_kernel(st.jint, st.armature, st.gravity, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof,
-                            st.sg, st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter,
-                            st.c, st.pA, st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam,
-                            qdd, st.acc, st.scratch)
+@njit(cache=True, inline="always")
+def _caba(p, gravity, tau, qdd, lam):
+    """`caba_kernel` on the packed workspace from λ⁰ = 0; lam in this code base's sign on exit."""
+    for r in range(lam.shape[0]):
+        lam[r] = 0.0
+    it, res = caba_kernel(p.jint, p.armature, gravity, p.S, p.H, tau, _rows_tuple(p), p.kA, p.krow, p.dof, p.sg,
+                          p.kref, p.lptr, p.lrow, p.jrow, p.se, p.settings[SET_MU], p.settings[SET_TOL],
+                          int(p.settings[SET_MAX_ITER]), p.c, p.pA, p.IA, p.U, p.Lc, p.u, p.du, p.dpA, p.qprev, p.e,
+                          qdd, p.acc, lam, p.scratch)
     if it < 0:
         return SINGULAR, 0, np.inf
     for r in range(lam.shape[0]):
@@ -697,38 +812,95 @@ def constrained_solve_kernel(st, method, q, v, tau, a_ref, mu, tol, max_iter, un
     return OK, it, res
 
 
+@njit(cache=True, inline="always")
+def _pv(p, gravity, tau, qdd, lam):
+    """`pv_kernel` on the packed workspace; lam in this code base's sign on exit."""
+    it, res = pv_kernel(p.jint, p.armature, gravity, p.S, p.H, tau, p.la, p.lb, p.kA, p.kB, p.dof, p.sg, p.kref,
+                        p.it_row, p.it_side, p.lo, p.hi, p.pv_lptr, p.own, p.jrow, p.pv_se, p.settings[SET_MU],
+                        p.settings[SET_TOL], int(p.settings[SET_MAX_ITER]), p.c, p.pA, p.IA, p.U, p.Lc, p.u, p.du,
+                        p.dpA, p.KI, p.Wk, p.Zk, p.L, p.C, p.l, p.tmp, lam, qdd, p.acc, p.scratch)
+    if it < 0:
+        return SINGULAR, 0, np.inf
+    for r in range(lam.shape[0]):
+        lam[r] = -lam[r]
+    return OK, it, res
+
+
+@njit(**_NOREF)
+def caba_solve_kernel(fw, iw, q, v, tau, a_ref, qdd, lam):
+    """One prepared constrainedABA call (paper 002 Alg. 3; unary rows): the input checks (status
+    BAD_* before anything is written), `prepare_kernel`, `caba_kernel` from λ⁰ = 0 with the
+    settings of the packed workspace. qdd (nv,), lam (m,) out, lam in this code base's sign
+    (M q̈ = τ − c + Jᵀ lam). Returns (status, iterations, residual)."""
+    p = packed_views(fw, iw)
+    status = _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam)
+    if status != OK:
+        return status, 0, np.inf
+    _prepare(p, p.gravity, q, v, a_ref)
+    return _caba(p, p.gravity, tau, qdd, lam)
+
+
 @njit(cache=True)
-def impulse_solve_kernel(st, method, q, v_free, corr, mu, tol, max_iter, dv, lam):
-    """The velocity-level (impulse) form of `constrained_solve_kernel` for a time step:
-    Δv minimising ½ ‖Δv‖²_M subject to J(q) (v_free + Δv) = −corr, by the same proximal
-    iterations (paper 002 Eq. 2 with a_free = 0, no velocity or gravity terms, and the
-    desired constraint "accelerations" −(J v_free + corr)): constrainedABA (method 0, unary
-    rows) or proxPV (method 1). dv (nv,), lam (m,) out: M Δv = Jᵀ lam (lam: impulses, N·s).
-    q and v_free are trusted (the simulator's state). Returns (status, iterations, residual)."""
-    zero = np.zeros(st.gravity.shape[0])
-    # kinematics, rows K at q and link velocities at v_free (vel); then J v_free
-    prepare_kernel(st.jint, st.jfloat, zero, q, v_free, st.cb_kind, st.cb_row, st.cb_nrows, st.cb_body, st.cb_f,
-                   st.dof, corr, st.oR, st.op, st.S, st.H, st.la, st.lb, st.kA, st.kB, st.vel, st.c, st.pA, st.gk,
-                   st.kref, st.scratch)
-    gather_kernel(st.rows, st.vel, v_free, st.e)
+def pv_solve_kernel(fw, iw, q, v, tau, a_ref, qdd, lam):
+    """`caba_solve_kernel` by proxPV (paper 002 Alg. 4, `pv_kernel`; every row kind)."""
+    p = packed_views(fw, iw)
+    status = _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam)
+    if status != OK:
+        return status, 0, np.inf
+    _prepare(p, p.gravity, q, v, a_ref)
+    return _pv(p, p.gravity, tau, qdd, lam)
+
+
+@njit(cache=True, inline="always")
+def _impulse_problem(p, q, v_free, corr):
+    """The velocity-level problem of the impulse kernels: kinematics and rows at q, link
+    velocities at v_free (no gravity), kref = −(J v_free + corr), no bias terms."""
+    _prepare(p, p.zero3, q, v_free, corr)
+    _gather(_rows_tuple(p), p.vel, v_free, p.e)
     for r in range(corr.shape[0]):
-        st.kref[r] = -(st.e[r] + corr[r])
-    st.c[:, :] = 0.0
-    st.pA[:, :] = 0.0
-    tau = np.zeros(dv.shape[0])
-    if method == 0:
-        lam[:] = 0.0
-        it, res = caba_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.rows, st.kA, st.krow, st.dof, st.sg,
-                              st.kref, st.lptr, st.lrow, st.jrow, st.se, mu, tol, max_iter, st.c, st.pA, st.IA, st.U,
-                              st.Lc, st.u, st.du, st.dpA, st.qprev, st.e, dv, st.acc, lam, st.scratch)
-    else:
-        it_row, it_side, lo, hi, lptr, own, se, KI, Wk, Zk, L, C, l, tmp = st.pv
-        it, res = pv_kernel(st.jint, st.armature, zero, st.S, st.H, tau, st.la, st.lb, st.kA, st.kB, st.dof, st.sg,
-                            st.kref, it_row, it_side, lo, hi, lptr, own, st.jrow, se, mu, tol, max_iter, st.c, st.pA,
-                            st.IA, st.U, st.Lc, st.u, st.du, st.dpA, KI, Wk, Zk, L, C, l, tmp, lam, dv, st.acc,
-                            st.scratch)
-    if it < 0:
-        return SINGULAR, 0, np.inf
-    for r in range(lam.shape[0]):
-        lam[r] = -lam[r]
-    return OK, it, res
+        p.kref[r] = -(p.e[r] + corr[r])
+    for i in range(p.c.shape[0]):
+        for a in range(6):
+            p.c[i, a] = 0.0
+            p.pA[i, a] = 0.0
+
+
+@njit(**_NOREF)
+def caba_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
+    """The velocity-level (impulse) form of `caba_solve_kernel` for a time step: Δv minimising
+    ½ ‖Δv‖²_M subject to J(q) (v_free + Δv) = −corr, by the same proximal iterations (paper 002
+    Eq. 2 with a_free = 0, no velocity or gravity terms, and the desired constraint
+    "accelerations" −(J v_free + corr)). dv (nv,), lam (m,) out: M Δv = Jᵀ lam (impulses, N·s).
+    q, v_free, corr are trusted (the simulator's state). Returns (status, iterations, residual)."""
+    p = packed_views(fw, iw)
+    _impulse_problem(p, q, v_free, corr)
+    return _caba(p, p.zero3, p.zero_nv, dv, lam)
+
+
+@njit(cache=True)
+def pv_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
+    """`caba_impulse_kernel` by proxPV (every row kind)."""
+    p = packed_views(fw, iw)
+    _impulse_problem(p, q, v_free, corr)
+    return _pv(p, p.zero3, p.zero_nv, dv, lam)
+
+
+@njit(cache=True)
+def refresh_kernel(fw, iw, jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg):
+    """The model's and the constraint set's arrays copied into the packed workspace again (in one
+    call: the one-shot functions refresh their cached prepared object every time)."""
+    p = packed_views(fw, iw)
+    for dst, src in ((p.jint, jint), (p.cb_body, cb_body)):
+        for i in range(src.shape[0]):
+            for k in range(src.shape[1]):
+                dst[i, k] = src[i, k]
+    for dst, src in ((p.jfloat, jfloat), (p.cb_f, cb_f)):
+        for i in range(src.shape[0]):
+            for k in range(src.shape[1]):
+                dst[i, k] = src[i, k]
+    for dst, src in ((p.armature, armature), (p.gravity, gravity), (p.sg, sg)):
+        for i in range(src.shape[0]):
+            dst[i] = src[i]
+    for dst, src in ((p.cb_kind, cb_kind), (p.cb_row, cb_row), (p.cb_nrows, cb_nrows), (p.dof, dof)):
+        for i in range(src.shape[0]):
+            dst[i] = src[i]

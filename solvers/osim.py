@@ -42,17 +42,15 @@ defect of this implementation): Λ_μ loses about ε R² relative, R = 1/d. Two 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
 
 import models
-from models.kinematics import kinematics_kernel
 
-from .constraints import as_constraint_set
-from .delassus import _Rows
-from .lcaba_kernels import damped_inertias_kernel
-from .osim_kernels import OsimStructure, OsimWork, delassus_kernel, matrix_inversion_kernel
+from .constraints import as_constraint_set, rows_kernel
+from .osim_kernels import (BAD_DAMPING, BAD_OUT, BAD_Q, OSIM_FIELDS, OSIM_SIZE_NAMES, SINGULAR, OsimStructure,
+                           damped_inverse_prepared_kernel, delassus_prepared_kernel)
+from .packed import pack, typed_entry
 
-__all__ = ["pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "OsimStructure"]
+__all__ = ["pv_osimr", "pv_osim", "caba_osim", "caba_osimf", "PvOsimr", "CabaOsim", "OsimStructure"]
 
 
 # --------------------------------------------------------------------------- structure
@@ -97,105 +95,185 @@ def osim_structure(model, la, lb, dof, ground=None):
                          inN.astype(np.int64), npar, nodes, nch_ptr, kids.astype(np.int64), ground)
 
 
-def _structure(rows, ground=False):
-    """The structure of rows' constraint set, kept in its `derived` (keyed by grounding)."""
-    cs = rows.cs
-    cache = cs.derived.setdefault("osim", {})
-    st = cache.get(ground)
-    if st is None:
-        g = None
-        if ground:
-            m = rows.model
-            g = ((m.jtype == models.FREE) & (m.parent < 0)).astype(np.int64)
-        st = cache[ground] = osim_structure(rows.model, rows.la, rows.lb, rows.dof, g)
-    return st
+# --------------------------------------------------------------------------- prepared objects
+UNIT_TOL = 1e-6          # as `Model.check_q`
+_STATUS_NAMES = {BAD_Q: "q", BAD_DAMPING: "damping", BAD_OUT: "out"}
 
 
-def _work(model, st):
-    ms = st.side_row.shape[0]
-    n = model.nbodies
-    return OsimWork(np.empty((ms, 6)), np.empty((ms, 6)), np.empty((n, 6, 6)), np.empty((n, 6, 6)),
-                    np.empty((n, 6, 6)))
+class _Prepared:
+    """The packed workspaces of one (model, constraint set, algorithm) (`osim_kernels.OSIM_FIELDS`):
+    the model's and the set's arrays (copied: `refresh()` after an in-place change), the
+    branching-link structure of the rows and every workspace, built once."""
+
+    def __init__(self, model, constraints, method=0, ground=False):
+        cs = as_constraint_set(model, constraints)
+        self.model, self.constraints, self.m = model, cs, cs.m
+        cs.coupling_pairs()                              # sets cs.cb_slot
+        # the rows' links la, lb do not depend on q: `rows_kernel` at any placements
+        n, m = model.nbodies, cs.m
+        la, lb = np.empty(m, np.int64), np.empty(m, np.int64)
+        rows_kernel(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, np.zeros((n, 3, 3)), np.zeros((n, 3)),
+                    la, lb, np.empty((m, 6)), np.empty((m, 6)), True)
+        g = ((model.jtype == models.FREE) & (model.parent < 0)).astype(np.int64) if ground else None
+        st = osim_structure(model, la, lb, cs.dof, g)
+        unary = (lb < 0) | (cs.dof >= 0)
+        urow, brow = np.flatnonzero(unary).astype(np.int64), np.flatnonzero(~unary).astype(np.int64)
+        sizes = dict(n=model.nbodies, nv=model.nv, nq=model.nq, m=cs.m, nc=cs.cb_kind.shape[0],
+                     ns=st.side_row.shape[0], nn=st.nodes.shape[0], nk=st.nch.shape[0],
+                     no=max(int(cs.cb_slot.max(initial=-1)) + 1, 1), nu=urow.shape[0], nb=brow.shape[0])
+        self._fw, self._iw, self._views = pack(OSIM_SIZE_NAMES, OSIM_FIELDS, sizes)
+        v = self._views
+        v["settings"][0], v["method"][0] = UNIT_TOL, method
+        for name, x in zip(OsimStructure._fields, st):
+            v[name][...] = x
+        v["urow"][...], v["brow"][...] = urow, brow
+        self.refresh()
+
+    def refresh(self):
+        """Copy the model's and the constraint set's arrays again (after an in-place change)."""
+        model, cs, v = self.model, self.constraints, self._views
+        for name, x in (("jint", model.jint), ("jfloat", model.jfloat), ("armature", model.armature),
+                        ("cb_kind", cs.cb_kind), ("cb_row", cs.cb_row), ("cb_nrows", cs.cb_nrows),
+                        ("cb_body", cs.cb_body), ("cb_f", cs.cb_f), ("dof", cs.dof), ("sg", cs.sg),
+                        ("cb_slot", cs.cb_slot)):
+            v[name][...] = x
+
+    def _out(self, out):
+        return np.empty((self.m, self.m)) if out is None else out
+
+    def _checked_out(self, out):
+        """out, or a new (m, m) array; ValueError unless out is None or a writable, aligned,
+        C-contiguous float64 ndarray of shape (m, m)."""
+        if out is not None and not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+                                    and out.flags.writeable and out.flags.aligned and out.shape == (self.m, self.m)):
+            raise ValueError(f"out must be None or a writable C-contiguous float64 array of shape ({self.m}, {self.m})")
+        return self._out(out)
+
+    def _raise(self, status, q, damping=None, out=None):
+        """The model's message for q, or the damping's / out's."""
+        if status == SINGULAR:
+            raise self.model.singular_mass_matrix_error(self._views["op"])
+        self.model.check_q(q)
+        if damping is not None:
+            _check_damping(damping, self.m)
+        self._checked_out(out)
+        raise ValueError(f"bad {_STATUS_NAMES.get(status, status)}")
+
+
+def _check_damping(d, m):
+    """damping as a float64 array of shape (1,) (a scalar) or (m,), finite and > 0, or ValueError."""
+    try:
+        d = np.asarray(d, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"damping must be a number or an array of numbers, got {d!r}") from None
+    if d.ndim == 0:
+        if not (np.isfinite(d) and d > 0):
+            raise ValueError(f"damping must be > 0 and finite, got {float(d)}")
+        return d.reshape(1)
+    if d.shape != (m,):
+        raise ValueError(f"damping must be a scalar or shape ({m},), got {d.shape}")
+    if not np.all(np.isfinite(d)) or d.min() <= 0:
+        raise ValueError("damping must be > 0 and finite")
+    return np.ascontiguousarray(d)
+
+
+class PvOsimr(_Prepared):
+    """The Delassus matrix G = J M⁻¹ Jᵀ (m, m) of a constraint set, prepared once for a model and
+    the set (`pv_osimr`'s structure, workspaces and the model's arrays), so that `compute(q)` is
+    one compiled call (`osim_kernels.delassus_prepared_kernel`) with the check of q inside it.
+
+        P = solvers.osim.PvOsimr(model, constraints)      # method="pv_osim": PV-OSIM (Alg. 1)
+        G = P.compute(q)                                  # or P.compute(q, out=G): no allocation
+
+    ValueError on a bad q or out, before anything is written."""
+
+    def __init__(self, model, constraints, method="pv_osimr"):
+        if method not in ("pv_osimr", "pv_osim"):
+            raise ValueError(f"method must be 'pv_osimr' or 'pv_osim', got {method!r}")
+        super().__init__(model, constraints, 0 if method == "pv_osimr" else 1)
+        self.method = method
+        self._kernel = typed_entry(delassus_prepared_kernel, self._fw, self._iw, np.zeros(1), np.zeros((1, 1)))
+
+    def compute(self, q, out=None):
+        """G (m, m) at q (nq,): a new array, or written into out ((m, m) float64, C-contiguous)."""
+        try:
+            G = self._out(out)
+            status = self._kernel(self._fw, self._iw, q, G)
+        except TypeError:
+            q = np.require(self.model.check_q(q), np.float64, ("C", "W", "A"))
+            G = self._checked_out(out)
+            status = self._kernel(self._fw, self._iw, q, G)
+        if status:
+            self._raise(status, q, None, out)
+        return G
+
+
+class CabaOsim(_Prepared):
+    """The damped inverse Λ_μ = (J M⁻¹ Jᵀ + diag(d))⁻¹ (m, m) by cABA-OSIM (or cABA-OSIMf with
+    grounded=True), prepared once for a model and a constraint set, so that
+    `compute(q, damping)` is one compiled call (`osim_kernels.damped_inverse_prepared_kernel`)
+    with the checks of q and the damping inside it.
+
+        P = solvers.osim.CabaOsim(model, constraints)
+        Lmu = P.compute(q, 1e-2)               # damping: scalar or (m,), > 0; out= as in PvOsimr
+
+    ValueError on a bad q, damping or out, before anything is written."""
+
+    def __init__(self, model, constraints, grounded=False):
+        super().__init__(model, constraints, 0, bool(grounded))
+        self.grounded = bool(grounded)
+        self._d1 = np.zeros(1)
+        self._kernel = typed_entry(damped_inverse_prepared_kernel, self._fw, self._iw, np.zeros(1), np.zeros(1),
+                                    np.zeros((1, 1)))
+
+    def compute(self, q, damping, out=None):
+        """Λ_μ (m, m) at q (nq,) for damping (scalar or (m,)): a new array, or written into out."""
+        try:
+            if type(damping) is not np.ndarray:
+                self._d1[0] = damping
+                damping = self._d1
+            G = self._out(out)
+            status = self._kernel(self._fw, self._iw, q, damping, G)
+        except (TypeError, ValueError):
+            q = np.require(self.model.check_q(q), np.float64, ("C", "W", "A"))
+            d = _check_damping(damping, self.m)
+            G = self._checked_out(out)
+            status = self._kernel(self._fw, self._iw, q, d, G)
+        if status:
+            self._raise(status, q, damping, out)
+        return G
+
+
+def _prepared(model, constraints, cls, *args):
+    """The prepared object of (model, constraints, cls, args), kept in a prebuilt set's `derived`
+    (refreshed: the one-shot functions read the model and the set as they are now)."""
+    cs = as_constraint_set(model, constraints)
+    cache = cs.derived.setdefault("osim_prepared", {})
+    key = (cls, args)
+    p = cache.get(key)
+    if p is None or p.model is not model:
+        p = cache[key] = cls(model, cs, *args)
+    else:
+        p.refresh()
+    return p
 
 
 # --------------------------------------------------------------------------- entry points
-def _rows(model, q, constraints):
-    """Constraint rows (contacts included) and a Data with kinematics at q (no ABA yet)."""
-    q = model.check_q(q).copy()
-    data = models.Data(model)
-    data.q = q
-    kinematics_kernel(model.jint, model.jfloat, q, data.oR, data.op, data.S, data.H)
-    return _Rows(model, q, as_constraint_set(model, constraints), data)
-
-
-def delassus_from_rows(rows, H, armature, method="pv_osimr", ground=False):
-    """J M⁻¹ Jᵀ (m, m) for the rows of a `_Rows` at its q, M given by the link inertias H
-    (n, 6, 6) and the armature (nv,) (the plain ones, or cABA's augmented ones); the ABA
-    factors are left in rows.data."""
-    model, data = rows.model, rows.data
-    st = _structure(rows, ground)
-    ws = _work(model, st)
-    G = np.empty((rows.m, rows.m))
-    if not delassus_kernel(0 if method == "pv_osimr" else 1, model.jint, armature, data.S, H, data.IA, data.U,
-                           data.Dinv, st, rows.kA, rows.kB, rows.dof, rows.sg, ws, G):
-        raise model.singular_mass_matrix_error(data.op)
-    return G
-
-
 def pv_osimr(model, q, constraints):
     """Delassus matrix G = J M⁻¹ Jᵀ (m, m) by PV-OSIMr (Sathya, Decré, Swevers, Alg. 3),
     O(n + m²): one ABA backward pass, one sweep over the supporting links for the extended
     force propagators between branching links (Eq. 16–17), a forward sweep over the branching
     links for ⁰Ω (Eq. 18), and a backward sweep over them that carries the constraint rows up
-    (Eq. 19) and forms each block once at its closest common ancestor (Eq. 13)."""
-    rows = _rows(model, q, constraints)
-    return delassus_from_rows(rows, rows.data.H, model.armature)
+    (Eq. 19) and forms each block once at its closest common ancestor (Eq. 13).
+    Runs `PvOsimr` (cached on a prebuilt ConstraintSet: pass one, or hold a `PvOsimr`)."""
+    return _prepared(model, constraints, PvOsimr, "pv_osimr").compute(q)
 
 
 def pv_osim(model, q, constraints):
     """Delassus matrix G = J M⁻¹ Jᵀ (m, m) by PV-OSIM (Sathya, Decré, Swevers, Alg. 1),
     O(n + m² d): the constraint rows and their inverse inertia are updated at every supporting
-    link. The baseline PV-OSIMr improves on."""
-    rows = _rows(model, q, constraints)
-    return delassus_from_rows(rows, rows.data.H, model.armature, method="pv_osim")
-
-
-def _caba(model, q, constraints, damping, ground):
-    rows = _rows(model, q, constraints)
-    rho, dv = rows._damping(damping)
-    d = np.full(rows.m, rho) if dv is None else dv
-    Rv = 1.0 / d
-    unary = (rows.lb < 0) | (rows.dof >= 0)
-    cs, data = rows.cs, rows.data
-    cs.coupling_pairs()                  # sets cs.cb_slot (binary blocks get zero weight below)
-    Hd, Dj = np.empty_like(data.H), np.empty(model.nv)
-    Ho = np.empty((max(int(cs.cb_slot.max(initial=-1)) + 1, 1), 6, 6))
-    # Alg. 5 line 4: Hᴬᵢ ← Hᵢ + Kᵢᵀ R Kᵢ (and armature + R for joint rows), unary rows only
-    damped_inertias_kernel(np.where(unary, Rv, 0.0), data.H, model.armature, cs.cb_kind, cs.cb_row, cs.cb_nrows,
-                           cs.cb_body, cs.cb_f, cs.cb_slot, rows.la, rows.lb, rows.kA, rows.kB, rows.dof, Hd, Ho, Dj)
-    L = delassus_from_rows(rows, Hd, Dj, ground=ground)
-    if unary.all():
-        matrix_inversion_kernel(L, Rv)
-        return L
-    return _schur_inverse(L, Rv, d, unary)
-
-
-def _schur_inverse(L, Rv, d, unary):
-    """(G + diag d)⁻¹ from L = J M_R⁻¹ Jᵀ when rows B = ~unary are not in M_R (module doc)."""
-    u, b = np.flatnonzero(unary), np.flatnonzero(~unary)
-    Ru = Rv[u]
-    S = L[np.ix_(b, b)] + np.diag(d[b])
-    Sinv = sla.cho_solve(sla.cho_factor(S, lower=True, check_finite=False), np.eye(b.size), check_finite=False)
-    X = -Ru[:, None] * L[np.ix_(u, b)]
-    XS = X @ Sinv
-    out = np.empty_like(L)
-    Luu = -(Ru[:, None] * L[np.ix_(u, u)] * Ru[None, :]) + XS @ X.T
-    Luu[np.diag_indices(u.size)] += Ru
-    out[np.ix_(u, u)] = Luu
-    out[np.ix_(u, b)] = XS
-    out[np.ix_(b, u)] = XS.T
-    out[np.ix_(b, b)] = Sinv
-    return out
+    link. The baseline PV-OSIMr improves on. Runs `PvOsimr(..., method="pv_osim")`."""
+    return _prepared(model, constraints, PvOsimr, "pv_osim").compute(q)
 
 
 def caba_osim(model, q, constraints, damping):
@@ -203,12 +281,13 @@ def caba_osim(model, q, constraints, damping):
     Alg. 5): PV-OSIMr on the augmented inertias Hᵢ + Kᵢᵀ R Kᵢ, R = diag(1/d), then the matrix
     inversion lemma Λ_μ = R − R J M_R⁻¹ Jᵀ R (Eq. 40), O(n + m²), no m × m factorisation.
     damping: scalar or (m,), > 0 (as `MatrixFreeDelassus.update_damping`). Rows between two
-    moving links are handled by a Schur complement on them (module doc)."""
-    return _caba(model, q, constraints, damping, False)
+    moving links are handled by a Schur complement on them (module doc). Runs `CabaOsim`."""
+    return _prepared(model, constraints, CabaOsim, False).compute(q, damping)
 
 
 def caba_osimf(model, q, constraints, damping):
     """Λ_μ as `caba_osim`, by cABA-OSIMf (Sathya, Carpentier, Sec. VI-B): free-flyer roots are
     grounded, so the constraints of different branches stay decoupled (L₁ᴬ block-diagonal per
-    branch), and the base's coupling is added as one rank-6 term ᵇK (H_bᴬ)⁻¹ ᵇKᵀ (Eq. 41)."""
-    return _caba(model, q, constraints, damping, True)
+    branch), and the base's coupling is added as one rank-6 term ᵇK (H_bᴬ)⁻¹ ᵇKᵀ (Eq. 41).
+    Runs `CabaOsim(..., grounded=True)`."""
+    return _prepared(model, constraints, CabaOsim, True).compute(q, damping)

@@ -27,6 +27,7 @@ Structure arrays (`OsimStructure`, built once per constraint set by `solvers.osi
     nch_ptr (n+1,), nch: children of each node in the 𝒩-tree by increasing s0,
     ground (n,) 1 for the floating bases of cABA-OSIMf (002 Sec. VI-B, forced into 𝒩)
 """
+from collections import namedtuple
 from typing import NamedTuple
 
 import numpy as np
@@ -38,12 +39,19 @@ import models.kinematics
 import models.spatial
 import solvers.constraints
 import solvers.delassus_kernels
-from models.dynamics import aba_factor_kernel, spd_inverse
+import solvers.lcaba_kernels
+import solvers.packed
+from models.dynamics import aba_factor_kernel, cholesky_into, cholesky_solve, spd_inverse
 from models.jitcache import drop_stale_cache
+from models.kinematics import kinematics_kernel, q_status_kernel
+from models.layout import JF_SIZE, JI_SIZE
+from solvers.constraints import rows_kernel
+from solvers.lcaba_kernels import damped_inertias_kernel
+from solvers.packed import slots, view1, view2, view3
 
 drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
                             models.joints.__file__, solvers.delassus_kernels.__file__,
-                            solvers.constraints.__file__])
+                            solvers.constraints.__file__, solvers.lcaba_kernels.__file__, solvers.packed.__file__])
 
 
 class OsimStructure(NamedTuple):
@@ -343,3 +351,188 @@ def matrix_inversion_kernel(L, Rv):
         for s in range(m):
             L[r, s] = -Rv[r] * L[r, s] * Rv[s]
         L[r, r] += Rv[r]
+
+
+# --------------------------------------------------------------------------- prepared calls
+# `solvers.osim.PvOsimr` / `CabaOsim` run on packed workspaces (`solvers.packed`): one compiled
+# call per q, its arrays views of fw/iw.
+OSIM_SIZE_NAMES = ("n", "nv", "nq", "m", "nc", "ns", "nn", "nk", "no", "nu", "nb")
+OSIM_FIELDS = (
+    # (name, kind, shape: ints or size names; "n1" = n + 1)
+    # the model and the constraint set (copied when prepared; `refresh`)
+    ("jint", "i", ("n", JI_SIZE)), ("jfloat", "f", ("n", JF_SIZE)), ("armature", "f", ("nv",)),
+    ("cb_kind", "i", ("nc",)), ("cb_row", "i", ("nc",)), ("cb_nrows", "i", ("nc",)), ("cb_body", "i", ("nc", 2)),
+    ("cb_f", "f", ("nc", 24)), ("dof", "i", ("m",)), ("sg", "f", ("m",)), ("cb_slot", "i", ("nc",)),
+    # settings: the unit-quaternion tolerance; the method (0 PV-OSIMr, 1 PV-OSIM)
+    ("settings", "f", (1,)), ("method", "i", (1,)),
+    # `OsimStructure` (sides: ns, branching links: nn, their tree's edges: nk)
+    ("side_row", "i", ("ns",)), ("side_src", "i", ("ns",)), ("side_aux", "i", ("ns",)), ("s0", "i", ("n",)),
+    ("s1", "i", ("n",)), ("own_end", "i", ("n",)), ("es", "i", ("n",)), ("inN", "i", ("n",)),
+    ("npar", "i", ("n",)), ("nodes", "i", ("nn",)), ("nch_ptr", "i", ("n1",)), ("nch", "i", ("nk",)),
+    ("ground", "i", ("n",)),
+    # cABA-OSIM: rows in M_R (unary: nu) and the others (nb), eliminated by a Schur complement
+    ("urow", "i", ("nu",)), ("brow", "i", ("nb",)),
+    # workspaces
+    ("oR", "f", ("n", 3, 3)), ("op", "f", ("n", 3)), ("S", "f", (6, "nv")), ("H", "f", ("n", 6, 6)),
+    ("IA", "f", ("n", 6, 6)), ("U", "f", (6, "nv")), ("Dinv", "f", ("n", 6, 6)), ("la", "i", ("m",)),
+    ("lb", "i", ("m",)), ("kA", "f", ("m", 6)), ("kB", "f", ("m", 6)), ("Kp", "f", ("ns", 6)),
+    ("W", "f", ("ns", 6)), ("EP", "f", ("n", 6, 6)), ("Om", "f", ("n", 6, 6)), ("O0", "f", ("n", 6, 6)),
+    ("Hd", "f", ("n", 6, 6)), ("Ho", "f", ("no", 6, 6)), ("Dj", "f", ("nv",)), ("Rv", "f", ("m",)),
+    ("Ru", "f", ("m",)), ("Sb", "f", ("nb", "nb")), ("Lb", "f", ("nb", "nb")), ("X", "f", ("nu", "nb")),
+    ("XS", "f", ("nu", "nb")), ("tb", "f", ("nb",)))
+OSIM_SIZE, OSIM_SLOT = slots(OSIM_SIZE_NAMES, OSIM_FIELDS)
+OsimPacked = namedtuple("OsimPacked", OSIM_SLOT._fields)
+SZ, SL = OSIM_SIZE, OSIM_SLOT
+
+
+@njit(cache=True, inline="always")
+def osim_views(fw, iw):
+    """`OsimPacked`: every field of `OSIM_FIELDS` as a view of fw or iw."""
+    n, nv, m, nc, ns = iw[SZ.n], iw[SZ.nv], iw[SZ.m], iw[SZ.nc], iw[SZ.ns]
+    nn, nk, no, nu, nb = iw[SZ.nn], iw[SZ.nk], iw[SZ.no], iw[SZ.nu], iw[SZ.nb]
+    return OsimPacked(
+        view2(iw, iw, SL.jint, n, JI_SIZE), view2(fw, iw, SL.jfloat, n, JF_SIZE), view1(fw, iw, SL.armature, nv),
+        view1(iw, iw, SL.cb_kind, nc), view1(iw, iw, SL.cb_row, nc), view1(iw, iw, SL.cb_nrows, nc),
+        view2(iw, iw, SL.cb_body, nc, 2), view2(fw, iw, SL.cb_f, nc, 24), view1(iw, iw, SL.dof, m),
+        view1(fw, iw, SL.sg, m), view1(iw, iw, SL.cb_slot, nc), view1(fw, iw, SL.settings, 1),
+        view1(iw, iw, SL.method, 1),
+        view1(iw, iw, SL.side_row, ns), view1(iw, iw, SL.side_src, ns), view1(iw, iw, SL.side_aux, ns),
+        view1(iw, iw, SL.s0, n), view1(iw, iw, SL.s1, n), view1(iw, iw, SL.own_end, n), view1(iw, iw, SL.es, n),
+        view1(iw, iw, SL.inN, n), view1(iw, iw, SL.npar, n), view1(iw, iw, SL.nodes, nn),
+        view1(iw, iw, SL.nch_ptr, n + 1), view1(iw, iw, SL.nch, nk), view1(iw, iw, SL.ground, n),
+        view1(iw, iw, SL.urow, nu), view1(iw, iw, SL.brow, nb),
+        view3(fw, iw, SL.oR, n, 3, 3), view2(fw, iw, SL.op, n, 3), view2(fw, iw, SL.S, 6, nv),
+        view3(fw, iw, SL.H, n, 6, 6), view3(fw, iw, SL.IA, n, 6, 6), view2(fw, iw, SL.U, 6, nv),
+        view3(fw, iw, SL.Dinv, n, 6, 6), view1(iw, iw, SL.la, m), view1(iw, iw, SL.lb, m),
+        view2(fw, iw, SL.kA, m, 6), view2(fw, iw, SL.kB, m, 6), view2(fw, iw, SL.Kp, ns, 6),
+        view2(fw, iw, SL.W, ns, 6), view3(fw, iw, SL.EP, n, 6, 6), view3(fw, iw, SL.Om, n, 6, 6),
+        view3(fw, iw, SL.O0, n, 6, 6), view3(fw, iw, SL.Hd, n, 6, 6), view3(fw, iw, SL.Ho, no, 6, 6),
+        view1(fw, iw, SL.Dj, nv), view1(fw, iw, SL.Rv, m), view1(fw, iw, SL.Ru, m), view2(fw, iw, SL.Sb, nb, nb),
+        view2(fw, iw, SL.Lb, nb, nb), view2(fw, iw, SL.X, nu, nb), view2(fw, iw, SL.XS, nu, nb),
+        view1(fw, iw, SL.tb, nb))
+
+
+# status codes of the prepared calls
+OK, BAD_Q, BAD_DAMPING, BAD_OUT, SINGULAR = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def schur_inverse_kernel(L, Rv, d, urow, brow, Sb, Lb, X, XS, tb, out):
+    """(G + diag d)⁻¹ (m, m) into out from L = J M_R⁻¹ Jᵀ (m, m) when the rows brow are not in
+    M_R (`solvers.osim` module doc): S = L_BB + diag(d_B) = Lb Lbᵀ, Λ_BB = S⁻¹,
+    Λ_UB = X S⁻¹ with X = −R_U L_UB, Λ_UU = R_U − R_U L_UU R_U + X S⁻¹ Xᵀ. Returns False if S is
+    not positive definite."""
+    nu, nb = urow.shape[0], brow.shape[0]
+    for a in range(nb):
+        for b in range(nb):
+            Sb[a, b] = L[brow[a], brow[b]]
+        Sb[a, a] += d[brow[a]]
+    if not cholesky_into(Sb, nb, Lb):
+        return False
+    for a in range(nb):                         # Sb ← S⁻¹, column by column
+        for b in range(nb):
+            tb[b] = 1.0 if a == b else 0.0
+        cholesky_solve(Lb, nb, tb, tb, tb)
+        for b in range(nb):
+            Sb[b, a] = tb[b]
+    for i in range(nu):
+        for a in range(nb):
+            X[i, a] = -Rv[urow[i]] * L[urow[i], brow[a]]
+    for i in range(nu):
+        for a in range(nb):
+            t = 0.0
+            for b in range(nb):
+                t += X[i, b] * Sb[b, a]
+            XS[i, a] = t
+    for i in range(nu):
+        ri = urow[i]
+        for j in range(nu):
+            rj = urow[j]
+            t = -Rv[ri] * L[ri, rj] * Rv[rj]
+            for a in range(nb):
+                t += XS[i, a] * X[j, a]
+            out[ri, rj] = t
+        out[ri, ri] += Rv[ri]
+        for a in range(nb):
+            out[ri, brow[a]] = XS[i, a]
+            out[brow[a], ri] = XS[i, a]
+    for a in range(nb):
+        for b in range(nb):
+            out[brow[a], brow[b]] = Sb[a, b]
+    return True
+
+
+@njit(cache=True, inline="always")
+def _osim_rows(p, q):
+    """Kinematics at q and the constraint rows (`rows_kernel`)."""
+    kinematics_kernel(p.jint, p.jfloat, q, p.oR, p.op, p.S, p.H)
+    rows_kernel(p.cb_kind, p.cb_row, p.cb_nrows, p.cb_body, p.cb_f, p.oR, p.op, p.la, p.lb, p.kA, p.kB, True)
+
+
+@njit(cache=True, inline="always")
+def _structure(p):
+    return OsimStructure(p.side_row, p.side_src, p.side_aux, p.s0, p.s1, p.own_end, p.es, p.inN, p.npar, p.nodes,
+                         p.nch_ptr, p.nch, p.ground)
+
+
+@njit(cache=True)
+def delassus_prepared_kernel(fw, iw, q, G):
+    """One prepared Delassus call: the checks of q (length, finite, unit quaternions: BAD_Q) and
+    G (m, m) (BAD_OUT), before anything is written; kinematics, rows, then `delassus_kernel`
+    (PV-OSIMr or PV-OSIM, the method of the workspace). Returns a status (OK, …, SINGULAR)."""
+    p = osim_views(fw, iw)
+    m = iw[SZ.m]
+    if q.shape[0] != iw[SZ.nq] or q_status_kernel(p.jint, q, p.settings[0]) != -1:
+        return BAD_Q
+    if G.shape[0] != m or G.shape[1] != m:
+        return BAD_OUT
+    _osim_rows(p, q)
+    ws = OsimWork(p.Kp, p.W, p.EP, p.Om, p.O0)
+    if not delassus_kernel(p.method[0], p.jint, p.armature, p.S, p.H, p.IA, p.U, p.Dinv, _structure(p), p.kA, p.kB,
+                           p.dof, p.sg, ws, G):
+        return SINGULAR
+    return OK
+
+
+@njit(cache=True)
+def damped_inverse_prepared_kernel(fw, iw, q, d, G):
+    """One prepared cABA-OSIM call (paper 002 Alg. 5): the checks of q (BAD_Q), the damping d
+    ((1,): a scalar, or (m,); finite and > 0: BAD_DAMPING) and G (m, m) (BAD_OUT) before
+    anything is written; kinematics, rows, the augmented inertias Hᵢ + Kᵢᵀ R Kᵢ of the rows in
+    M_R (`lcaba_kernels.damped_inertias_kernel`, R = diag(1/d)), PV-OSIMr on them, then Eq. 40
+    (`matrix_inversion_kernel`) or, with rows between two moving links, `schur_inverse_kernel`.
+    Returns a status (OK, …, SINGULAR)."""
+    p = osim_views(fw, iw)
+    m = iw[SZ.m]
+    if q.shape[0] != iw[SZ.nq] or q_status_kernel(p.jint, q, p.settings[0]) != -1:
+        return BAD_Q
+    if d.shape[0] != 1 and d.shape[0] != m:
+        return BAD_DAMPING
+    for r in range(d.shape[0]):
+        if not (d[r] > 0.0 and d[r] < np.inf):
+            return BAD_DAMPING
+    if G.shape[0] != m or G.shape[1] != m:
+        return BAD_OUT
+    _osim_rows(p, q)
+    for r in range(m):
+        p.Rv[r] = 1.0 / (d[0] if d.shape[0] == 1 else d[r])
+        p.Ru[r] = 0.0
+    for i in range(p.urow.shape[0]):
+        p.Ru[p.urow[i]] = p.Rv[p.urow[i]]
+    # Alg. 5 line 4: Hᴬᵢ ← Hᵢ + Kᵢᵀ R Kᵢ (and armature + R for joint rows), rows in M_R only
+    damped_inertias_kernel(p.Ru, p.H, p.armature, p.cb_kind, p.cb_row, p.cb_nrows, p.cb_body, p.cb_f, p.cb_slot,
+                           p.la, p.lb, p.kA, p.kB, p.dof, p.Hd, p.Ho, p.Dj)
+    ws = OsimWork(p.Kp, p.W, p.EP, p.Om, p.O0)
+    if not delassus_kernel(0, p.jint, p.Dj, p.S, p.Hd, p.IA, p.U, p.Dinv, _structure(p), p.kA, p.kB, p.dof, p.sg,
+                           ws, G):
+        return SINGULAR
+    if p.brow.shape[0] == 0:
+        matrix_inversion_kernel(G, p.Rv)
+        return OK
+    dd = p.Ru                                    # d per row (Ru is no longer needed)
+    for r in range(m):
+        dd[r] = d[0] if d.shape[0] == 1 else d[r]
+    # in place: every entry of L = G is read before its own write (`schur_inverse_kernel`)
+    if not schur_inverse_kernel(G, p.Rv, dd, p.urow, p.brow, p.Sb, p.Lb, p.X, p.XS, p.tb, G):
+        return SINGULAR
+    return OK

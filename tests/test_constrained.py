@@ -324,3 +324,37 @@ def test_impulse_step_matches_dense_projection(algorithm, between_links):
         assert rel(r.a, dv_ref) < TOL, rel(r.a, dv_ref)
         assert rel(np.linalg.solve(M, J.T @ r.lam), dv_ref) < TOL       # M Δv = Jᵀ lam
         assert np.max(np.abs(J @ (v_free + r.a) + corr)) < 1e-9 and r.residual < 1e-9
+
+
+@pytest.mark.parametrize("algorithm", ["constrainedABA", "proxPV"])
+def test_prepared_out_and_refresh(algorithm):
+    """solve(..., out=(a, lam)) writes the same values as solve() into the caller's arrays; a bad
+    out raises before anything is written; after an in-place change of the model (armature) the
+    prepared object gives the new dynamics once refreshed, and the one-shot functions at once."""
+    rng = np.random.default_rng(5)
+    model = _robot("solo12")
+    cons = ConstraintSet(model, ROBOT_SETS["solo12"](rng))
+    cd = solvers.ConstrainedDynamics(model, cons, algorithm=algorithm, mu=1e4, tol=1e-12, max_iter=100)
+    q, v, tau = _state(model, rng)
+    r = cd.solve(q, v, tau)
+    a, lam = np.full(model.nv, np.nan), np.full(cd.m, np.nan)
+    r2 = cd.solve(q, v, tau, out=(a, lam))
+    assert r2.a is a and r2.lam is lam and np.array_equal(a, r.a) and np.array_equal(lam, r.lam)
+    a[:], lam[:] = 7.0, 7.0
+    for bad in ((a,), (a, lam[:-1]), (a.astype(np.float32), lam), (a, lam.reshape(1, -1)), 3.0):
+        with pytest.raises(ValueError, match="out"):
+            cd.solve(q, v, tau, out=bad)
+    with pytest.raises(ValueError, match="v contains NaN"):
+        cd.solve(q, np.full(model.nv, np.nan), tau, out=(a, lam))
+    assert np.all(a == 7.0) and np.all(lam == 7.0)
+    fn = solvers.constrained_aba if algorithm == "constrainedABA" else solvers.prox_pv
+    saved = model.armature.copy()
+    try:
+        model.armature[:] = 0.05
+        a_ref, lam_ref = kkt(model, q, v, tau, cons.constraints)
+        assert rel(fn(model, q, v, tau, cons, mu=1e4, tol=1e-12, max_iter=100).a, a_ref) < TOL
+        assert rel(cd.solve(q, v, tau).a, a_ref) > 1e-6            # still the armature it was prepared with
+        cd.refresh()
+        assert rel(cd.solve(q, v, tau).a, a_ref) < TOL
+    finally:
+        model.armature[:] = saved

@@ -207,3 +207,64 @@ def test_bad_input():
     with pytest.raises(ValueError, match="another model"):
         other = random_forest(rng, 5)
         pv_osimr(other, other.neutral(), ConstraintSet(model, cons))
+
+
+# ----------------------------------------------------------------------------- prepared objects
+@pytest.mark.parametrize("between_links", [False, True])
+def test_prepared_objects_match_functions_and_dense(between_links):
+    """`PvOsimr` / `CabaOsim` reused at several q (workspaces kept) against the dense oracle at
+    each q and against the one-shot functions; out= writes the same values in place."""
+    from solvers.osim import CabaOsim, PvOsimr
+    rng = np.random.default_rng(11)
+    model = random_forest(rng, 12, nroots=2, kinds=(REVOLUTE, PRISMATIC, SPHERICAL, FIXED))
+    q0 = random_q(model, rng)
+    cons = random_contacts(rng, model, q0, 3, 2 if between_links else 0) + loops(rng, model, q0, 1, 1,
+                                                                                 world=not between_links)
+    cs = ConstraintSet(model, cons)
+    P, Pf, C, Cf = PvOsimr(model, cs), PvOsimr(model, cs, method="pv_osim"), CabaOsim(model, cs), \
+        CabaOsim(model, cs, grounded=True)
+    out = np.full((cs.m, cs.m), np.nan)
+    for _ in range(3):
+        q = random_q(model, rng)
+        G = dense_G(model, q, cons)
+        d = rng.uniform(1e-2, 1.0, cs.m)
+        for obj in (P, Pf):
+            assert relmax(obj.compute(q), G) <= TOL
+        assert np.array_equal(P.compute(q), pv_osimr(model, q, cs))
+        for obj, f in ((C, caba_osim), (Cf, caba_osimf)):
+            for damp in (0.1, d):
+                ref = dense_inverse(G, damp)
+                assert relmax(obj.compute(q, damp), ref) <= TOL
+                assert np.array_equal(obj.compute(q, damp), f(model, q, cs, damp))
+                assert obj.compute(q, damp, out=out) is out and relmax(out, ref) <= TOL
+
+
+def test_prepared_objects_bad_input_before_any_write():
+    """Bad q, damping or out raise ValueError with the model's / the damping's message, and
+    neither out nor the next result changes."""
+    from solvers.osim import CabaOsim, PvOsimr
+    rng = np.random.default_rng(3)
+    model = random_forest(rng, 6, nroots=1, kinds=(SPHERICAL, SPHERICAL))
+    q = random_q(model, rng)
+    cons = [Contact(2, -1, np.zeros(3), np.eye(3)), LoopClosure(4, None, "world", None, kind="weld")]
+    P, C = PvOsimr(model, cons), CabaOsim(model, cons)
+    m = P.m
+    out = np.zeros((m, m))
+    G, L = P.compute(q), C.compute(q, 0.1)
+    bad_q = q.copy()
+    bad_q[model.idx_q[np.flatnonzero(model.jtype == SPHERICAL)[0]]] = 3.0     # not a unit quaternion
+    for x, match in ((bad_q, "quaternion"), (q[:-1], "q"), (np.full_like(q, np.nan), "q")):
+        with pytest.raises(ValueError, match=match):
+            P.compute(x, out=out)
+        with pytest.raises(ValueError, match=match):
+            C.compute(x, 0.1, out=out)
+    for d in (0.0, -1.0, np.nan, np.inf, np.ones(m + 1), np.r_[np.ones(m - 1), -1.0], "a"):
+        with pytest.raises(ValueError, match="damping"):
+            C.compute(q, d, out=out)
+    for o in (np.zeros((m, m + 1)), np.zeros((m, m), np.float32), np.zeros((m, m)).T[:, ::1][::-1]):
+        with pytest.raises(ValueError, match="out"):
+            P.compute(q, out=o)
+    assert not out.any()
+    assert np.array_equal(P.compute(q), G) and np.array_equal(C.compute(q, 0.1), L)
+    with pytest.raises(ValueError, match="method"):
+        PvOsimr(model, cons, method="lu")

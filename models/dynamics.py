@@ -400,7 +400,13 @@ def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
     """ABA's first forward sweep (Featherstone Table 7.1; paper 002 Alg. 1 lines 1–4 without
     τ): vᵢ = v_λ(i) + Sᵢ q̇ᵢ, cᵢ = vᵢ × Sᵢ q̇ᵢ, and pᴬᵢ += vᵢ ×* Hᵢ vᵢ on the caller's initial
     pᴬ (−fext for ABA, 0 for constrainedABA). vel, c, pA (n, 6)."""
-    vJ, h = np.empty(6), np.empty(6)
+    bias_sweep_into(jint, S, H, v, vel, c, pA, np.empty(6), np.empty(6))
+
+
+@njit(cache=True, inline="always")
+def bias_sweep_into(jint, S, H, v, vel, c, pA, vJ, h):
+    """`bias_sweep_kernel` with its temporaries vJ, h (6,) given (a caller without reference
+    counting passes views of its scratch)."""
     for i in range(jint.shape[0]):
         par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):

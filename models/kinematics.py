@@ -53,11 +53,15 @@ def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
     H (n, 6, 6): spatial inertia of each body about the world origin, in world axes.
     """
     fk_kernel(jint, jfloat, q, oR, op)
-    col = np.empty(6)
-    s = np.empty(6)
-    c = np.empty(3)
-    Ic = np.empty((3, 3))
-    T = np.empty((3, 3))
+    world_quantities_into(jint, jfloat, oR, op, S, H, np.empty(6), np.empty(6), np.empty(3), np.empty((3, 3)),
+                          np.empty((3, 3)))
+
+
+@njit(cache=True, inline="always")
+def world_quantities_into(jint, jfloat, oR, op, S, H, s, col, c, T, Ic):
+    """S (6, nv) and H (n, 6, 6) of `kinematics_kernel` from the placements oR, op, with the
+    temporaries given: s, col (6,), c (3,), T, Ic (3, 3) (so that a caller without reference
+    counting can pass views of its scratch). H is exactly symmetric."""
     for i in range(jint.shape[0]):
         jt, iv, nvi = jint[i, JI_TYPE], jint[i, JI_IV], jint[i, JI_NV]
         R = oR[i]
@@ -66,17 +70,17 @@ def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
             motion_to_world(R, op[i], s, col)
             for r in range(6):
                 S[r, iv + k] = col[r]
-        m = jfloat[i, JF_MASS]
-        cl = jfloat[i, JF_COM:JF_COM + 3]
-        Il = jfloat[i, JF_INERTIA:JF_INERTIA + 9]
+        cl, Il = jfloat[i, JF_COM:JF_COM + 3], jfloat[i, JF_INERTIA:JF_INERTIA + 9]
         for r in range(3):
             c[r] = R[r, 0] * cl[0] + R[r, 1] * cl[1] + R[r, 2] * cl[2] + op[i, r]
             for cc in range(3):
                 T[r, cc] = R[r, 0] * Il[cc] + R[r, 1] * Il[3 + cc] + R[r, 2] * Il[6 + cc]
-        for r in range(3):
-            for cc in range(3):
-                Ic[r, cc] = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
-        inertia_to_world(m, c, Ic, H[i])
+        for r in range(3):                   # R Iₗ Rᵀ, symmetric: the upper triangle, mirrored
+            for cc in range(r, 3):
+                t = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
+                Ic[r, cc] = t
+                Ic[cc, r] = t
+        inertia_to_world(jfloat[i, JF_MASS], c, Ic, H[i])
 
 
 @njit(**_JIT)

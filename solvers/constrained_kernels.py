@@ -32,13 +32,11 @@ import models.spatial
 import solvers.constraints
 import solvers.delassus_kernels
 import solvers.packed
-from models.dynamics import _crf_add, _crm_into, _dot_col, _mv6
+from models.dynamics import _dot_col, _mv6, bias_sweep_into
 from models.dynamics import cholesky_into, cholesky_solve, crba_kernel, rnea_kernel
 from models.jitcache import drop_stale_cache
-from models.joints import joint_subspace_local_into
-from models.kinematics import all_finite, fk_kernel, q_status_kernel
-from models.layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_SIZE, JI_IV, JI_NV, JI_PARENT, JI_SIZE, JI_TYPE
-from models.spatial import inertia_to_world, motion_to_world
+from models.kinematics import all_finite, fk_kernel, q_status_kernel, world_quantities_into
+from models.layout import JF_SIZE, JI_SIZE
 
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
@@ -207,54 +205,17 @@ def supports_kernel(jint, la, dof, dof_link, se):
 @njit(**_NOREF)
 def kinematics_scratch_kernel(jint, jfloat, q, oR, op, S, H, scratch):
     """`models.kinematics.kinematics_kernel` (FK, world-frame S (6, nv) and H (n, 6, 6)) with its
-    temporaries in scratch (4, 6, 6) (rows 2–3), so that it runs without reference counting
-    (its H is exactly symmetric)."""
+    temporaries in scratch (4, 6, 6) (rows 2–3), so that it runs without reference counting."""
     _fk(jint, jfloat, q, oR, op)
-    s, col, c = scratch[2, 0], scratch[2, 1], scratch[2, 2, :3]
-    T, Ic = scratch[3, :3, :3], scratch[3, 3:, :3]
-    for i in range(jint.shape[0]):
-        jt, iv, nvi = jint[i, JI_TYPE], jint[i, JI_IV], jint[i, JI_NV]
-        R = oR[i]
-        for k in range(nvi):
-            joint_subspace_local_into(jt, jfloat[i, JF_AXIS:JF_AXIS + 3], k, s)
-            motion_to_world(R, op[i], s, col)
-            for r in range(6):
-                S[r, iv + k] = col[r]
-        cl, Il = jfloat[i, JF_COM:JF_COM + 3], jfloat[i, JF_INERTIA:JF_INERTIA + 9]
-        for r in range(3):
-            c[r] = R[r, 0] * cl[0] + R[r, 1] * cl[1] + R[r, 2] * cl[2] + op[i, r]
-            for cc in range(3):
-                T[r, cc] = R[r, 0] * Il[cc] + R[r, 1] * Il[3 + cc] + R[r, 2] * Il[6 + cc]
-        for r in range(3):                   # R Iₗ Rᵀ, symmetric: the upper triangle, mirrored
-            for cc in range(r, 3):
-                t = T[r, 0] * R[cc, 0] + T[r, 1] * R[cc, 1] + T[r, 2] * R[cc, 2]
-                Ic[r, cc] = t
-                Ic[cc, r] = t
-        inertia_to_world(jfloat[i, JF_MASS], c, Ic, H[i])
+    world_quantities_into(jint, jfloat, oR, op, S, H, scratch[2, 0], scratch[2, 1], scratch[2, 2, :3],
+                          scratch[3, :3, :3], scratch[3, 3:, :3])
 
 
 @njit(**_NOREF)
 def bias_sweep_scratch_kernel(jint, S, H, v, vel, c, pA, scratch):
     """`models.dynamics.bias_sweep_kernel` (vᵢ, cᵢ = vᵢ × Sᵢ q̇ᵢ, pᴬᵢ += vᵢ ×* Hᵢ vᵢ) with its
     temporaries in scratch (4, 6, 6) (row 2), so that it runs without reference counting."""
-    vJ, h = scratch[2, 3], scratch[2, 4]
-    for i in range(jint.shape[0]):
-        par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
-        for r in range(6):
-            vJ[r] = 0.0
-        for k in range(iv, iv + nvi):
-            x = v[k]
-            for r in range(6):
-                vJ[r] += S[r, k] * x
-        if par >= 0:
-            for r in range(6):
-                vel[i, r] = vel[par, r] + vJ[r]
-        else:
-            for r in range(6):
-                vel[i, r] = vJ[r]
-        _crm_into(vel[i], vJ, c[i])
-        _mv6(H[i], vel[i], h)
-        _crf_add(vel[i], h, pA[i])
+    bias_sweep_into(jint, S, H, v, vel, c, pA, scratch[2, 3], scratch[2, 4])
 
 
 @njit(**_NOREF)

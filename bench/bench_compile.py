@@ -22,6 +22,12 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# compiler stages grouped for the per-kernel columns (--stages)
+_GROUP = {"nopython_type_inference": "typing", "inline_inlinables": "inline", "inline_overloads": "inline",
+          "native_lowering": "lowering", "llvm parse IR": "llvm", "llvm function passes": "llvm",
+          "llvm module passes": "llvm", "llvm machine code": "machine code"}
+_COLUMNS = ("typing", "inline", "lowering", "llvm", "machine code")
+
 
 class CompileProfile:
     """Exclusive and inclusive CPU seconds and signatures per kernel (module.qualname), and
@@ -29,8 +35,10 @@ class CompileProfile:
 
     def __init__(self, stages=False):
         from numba.core import event
-        self.kernels = defaultdict(lambda: {"excl": 0.0, "incl": 0.0, "sigs": []})
+        self.kernels = defaultdict(lambda: {"excl": 0.0, "incl": 0.0, "sigs": [], "stages": defaultdict(float)})
         self.stages = defaultdict(float)
+        self.phase = "build"           # the phase of the run compiling: build, first step, later
+        self.phases = defaultdict(lambda: defaultdict(float))   # phase -> package -> exclusive s
         self._stack = []       # [kind, name, t0, callee kernels' time, any nested frame's time, args]
         prof = self
 
@@ -65,12 +73,17 @@ class CompileProfile:
             k["excl"] += dt - callees
             k["incl"] += dt
             k["sigs"].append(args)
+            self.phases[self.phase][name.split(".")[0]] += dt - callees
             for fr in reversed(self._stack):          # the calling kernel's callee time
                 if fr[0] == "kernel":
                     fr[3] += dt
                     break
         else:
             self.stages[name] += dt - nested
+            for fr in reversed(self._stack):          # the kernel this stage compiles
+                if fr[0] == "kernel":
+                    self.kernels[fr[1]]["stages"][_GROUP.get(name, "numba other")] += dt - nested
+                    break
         if self._stack:
             self._stack[-1][4] += dt
 
@@ -96,15 +109,20 @@ class CompileProfile:
         total = sum(k["excl"] for k in self.kernels.values())
         print(f"{len(rows)} kernels, {sum(len(k['sigs']) for k in self.kernels.values())} compilations, "
               f"{total:.1f} s CPU compiling", file=out)
-        print(f"{'kernel':64s} {'excl s':>7s} {'incl s':>7s} {'sigs':>5s} {'distinct':>8s}", file=out)
+        cols = _COLUMNS if self.stages else ()
+        print(f"{'kernel':64s} {'excl s':>7s} {'incl s':>7s} {'sigs':>5s} {'distinct':>8s}"
+              + "".join(f" {c[:8]:>8s}" for c in cols), file=out)
         for name, k in rows[:top]:
-            print(f"{name[:64]:64s} {k['excl']:7.2f} {k['incl']:7.2f} {len(k['sigs']):5d} {len(set(k['sigs'])):8d}",
-                  file=out)
+            print(f"{name[:64]:64s} {k['excl']:7.2f} {k['incl']:7.2f} {len(k['sigs']):5d} {len(set(k['sigs'])):8d}"
+                  + "".join(f" {k['stages'][c]:8.2f}" for c in cols), file=out)
         pkg = defaultdict(float)
         for name, k in self.kernels.items():
             pkg[name.split(".")[0]] += k["excl"]
         print("per package: " + ", ".join(f"{p} {s:.1f} s" for p, s in sorted(pkg.items(), key=lambda x: -x[1])),
               file=out)
+        for ph, pk in self.phases.items():
+            print(f"{ph}: {sum(pk.values()):.1f} s (" + ", ".join(f"{p} {v:.1f}" for p, v in
+                                                             sorted(pk.items(), key=lambda x: -x[1])) + ")", file=out)
         if self.stages:
             st = sorted(self.stages.items(), key=lambda x: -x[1])[:10]
             print("per stage: " + ", ".join(f"{n} {s:.1f} s" for n, s in st), file=out)
@@ -128,9 +146,13 @@ def main():
     w0, c0 = time.perf_counter(), time.process_time()
 
     def marked(self, *a, **k):
-        marks.setdefault("first step started", (time.perf_counter() - w0, time.process_time() - c0))
+        if "first step started" not in marks:
+            marks["first step started"] = (time.perf_counter() - w0, time.process_time() - c0)
+            prof.phase = "first step"
         r = step(self, *a, **k)
-        marks.setdefault("first step done", (time.perf_counter() - w0, time.process_time() - c0))
+        if "first step done" not in marks:
+            marks["first step done"] = (time.perf_counter() - w0, time.process_time() - c0)
+            prof.phase = "later"
         return r
     simstep.simulator.Simulator.step = marked
     cli.main(cmd)

@@ -8,10 +8,11 @@ signatures, the time per package and per stage, and the phase marks (first step 
 done). CPU times (process_time) stay meaningful on a loaded machine; wall times do not.
 
     NUMBA_CACHE_DIR=$(mktemp -d) python bench/bench_compile.py [--top 20] [--stages] -- run humanoid --duration 0.01 --no-progress
+    NUMBA_CACHE_DIR=$(mktemp -d) python bench/bench_compile.py --worker humanoid
 
 Use an empty NUMBA_CACHE_DIR (or a fresh clone) for a cold start. A worker process of
 `simstep.warmup.start_compile_ahead` is not seen here: pass --serial to compile all in this
-process.
+process, or --worker SCENE to profile what the worker compiles (in this process).
 """
 import argparse
 import os
@@ -128,6 +129,22 @@ class CompileProfile:
             print("per stage: " + ", ".join(f"{n} {s:.1f} s" for n, s in st), file=out)
 
 
+def profile_worker(prof, scene, top):
+    """The compile-ahead worker's compilation of `scene` (its default arguments) in this process:
+    CPU until it reports ready (the run may step) and in all."""
+    import simstep.warmup
+    c0, marks = time.process_time(), {}
+    prof.phase = "until ready"
+
+    def ready():
+        marks["ready"] = time.process_time() - c0
+        prof.phase = "after ready"
+    simstep.warmup.compile_ahead(scene, ready=ready)
+    print(f"worker: ready after {marks.get('ready', float('nan')):.1f} s CPU, done after "
+          f"{time.process_time() - c0:.1f} s CPU")
+    prof.report(top)
+
+
 def main():
     argv = sys.argv[1:]
     cmd = argv[argv.index("--") + 1:] if "--" in argv else ["run", "humanoid", "--duration", "0.01", "--no-progress"]
@@ -135,8 +152,12 @@ def main():
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--stages", action="store_true", help="also time numba's passes and LLVM's stages")
     ap.add_argument("--serial", action="store_true", help="no compile-ahead worker process")
+    ap.add_argument("--worker", metavar="SCENE", help="profile the compile-ahead worker's compilation for SCENE "
+                    "(`simstep.warmup.compile_ahead`) instead of a command, with its ready mark")
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     prof = CompileProfile(stages=args.stages)
+    if args.worker:
+        return profile_worker(prof, args.worker, args.top)
     import simstep.__main__ as cli
     import simstep.simulator
     import simstep.warmup

@@ -8,10 +8,11 @@ signatures, the time per package and per stage, and the phase marks (first step 
 done). CPU times (process_time) stay meaningful on a loaded machine; wall times do not.
 
     NUMBA_CACHE_DIR=$(mktemp -d) python bench/bench_compile.py [--top 20] [--stages] -- run humanoid --duration 0.01 --no-progress
+    NUMBA_CACHE_DIR=$(mktemp -d) python bench/bench_compile.py --worker humanoid
 
 Use an empty NUMBA_CACHE_DIR (or a fresh clone) for a cold start. A worker process of
 `simstep.warmup.start_compile_ahead` is not seen here: pass --serial to compile all in this
-process.
+process, or --worker SCENE to profile what the worker compiles (in this process).
 """
 import argparse
 import os
@@ -22,6 +23,12 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# compiler stages grouped for the per-kernel columns (--stages)
+_GROUP = {"nopython_type_inference": "typing", "inline_inlinables": "inline", "inline_overloads": "inline",
+          "native_lowering": "lowering", "llvm parse IR": "llvm", "llvm function passes": "llvm",
+          "llvm module passes": "llvm", "llvm machine code": "machine code"}
+_COLUMNS = ("typing", "inline", "lowering", "llvm", "machine code")
+
 
 class CompileProfile:
     """Exclusive and inclusive CPU seconds and signatures per kernel (module.qualname), and
@@ -29,8 +36,10 @@ class CompileProfile:
 
     def __init__(self, stages=False):
         from numba.core import event
-        self.kernels = defaultdict(lambda: {"excl": 0.0, "incl": 0.0, "sigs": []})
+        self.kernels = defaultdict(lambda: {"excl": 0.0, "incl": 0.0, "sigs": [], "stages": defaultdict(float)})
         self.stages = defaultdict(float)
+        self.phase = "build"           # the phase of the run compiling: build, first step, later
+        self.phases = defaultdict(lambda: defaultdict(float))   # phase -> package -> exclusive s
         self._stack = []       # [kind, name, t0, callee kernels' time, any nested frame's time, args]
         prof = self
 
@@ -65,12 +74,17 @@ class CompileProfile:
             k["excl"] += dt - callees
             k["incl"] += dt
             k["sigs"].append(args)
+            self.phases[self.phase][name.split(".")[0]] += dt - callees
             for fr in reversed(self._stack):          # the calling kernel's callee time
                 if fr[0] == "kernel":
                     fr[3] += dt
                     break
         else:
             self.stages[name] += dt - nested
+            for fr in reversed(self._stack):          # the kernel this stage compiles
+                if fr[0] == "kernel":
+                    self.kernels[fr[1]]["stages"][_GROUP.get(name, "numba other")] += dt - nested
+                    break
         if self._stack:
             self._stack[-1][4] += dt
 
@@ -96,18 +110,39 @@ class CompileProfile:
         total = sum(k["excl"] for k in self.kernels.values())
         print(f"{len(rows)} kernels, {sum(len(k['sigs']) for k in self.kernels.values())} compilations, "
               f"{total:.1f} s CPU compiling", file=out)
-        print(f"{'kernel':64s} {'excl s':>7s} {'incl s':>7s} {'sigs':>5s} {'distinct':>8s}", file=out)
+        cols = _COLUMNS if self.stages else ()
+        print(f"{'kernel':64s} {'excl s':>7s} {'incl s':>7s} {'sigs':>5s} {'distinct':>8s}"
+              + "".join(f" {c[:8]:>8s}" for c in cols), file=out)
         for name, k in rows[:top]:
-            print(f"{name[:64]:64s} {k['excl']:7.2f} {k['incl']:7.2f} {len(k['sigs']):5d} {len(set(k['sigs'])):8d}",
-                  file=out)
+            print(f"{name[:64]:64s} {k['excl']:7.2f} {k['incl']:7.2f} {len(k['sigs']):5d} {len(set(k['sigs'])):8d}"
+                  + "".join(f" {k['stages'][c]:8.2f}" for c in cols), file=out)
         pkg = defaultdict(float)
         for name, k in self.kernels.items():
             pkg[name.split(".")[0]] += k["excl"]
         print("per package: " + ", ".join(f"{p} {s:.1f} s" for p, s in sorted(pkg.items(), key=lambda x: -x[1])),
               file=out)
+        for ph, pk in self.phases.items():
+            print(f"{ph}: {sum(pk.values()):.1f} s (" + ", ".join(f"{p} {v:.1f}" for p, v in
+                                                             sorted(pk.items(), key=lambda x: -x[1])) + ")", file=out)
         if self.stages:
             st = sorted(self.stages.items(), key=lambda x: -x[1])[:10]
             print("per stage: " + ", ".join(f"{n} {s:.1f} s" for n, s in st), file=out)
+
+
+def profile_worker(prof, scene, top):
+    """The compile-ahead worker's compilation of `scene` (its default arguments) in this process:
+    CPU until it reports ready (the run may step) and in all."""
+    import simstep.warmup
+    c0, marks = time.process_time(), {}
+    prof.phase = "until ready"
+
+    def ready():
+        marks["ready"] = time.process_time() - c0
+        prof.phase = "after ready"
+    simstep.warmup.compile_ahead(scene, ready=ready)
+    print(f"worker: ready after {marks.get('ready', float('nan')):.1f} s CPU, done after "
+          f"{time.process_time() - c0:.1f} s CPU")
+    prof.report(top)
 
 
 def main():
@@ -117,8 +152,12 @@ def main():
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--stages", action="store_true", help="also time numba's passes and LLVM's stages")
     ap.add_argument("--serial", action="store_true", help="no compile-ahead worker process")
+    ap.add_argument("--worker", metavar="SCENE", help="profile the compile-ahead worker's compilation for SCENE "
+                    "(`simstep.warmup.compile_ahead`) instead of a command, with its ready mark")
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     prof = CompileProfile(stages=args.stages)
+    if args.worker:
+        return profile_worker(prof, args.worker, args.top)
     import simstep.__main__ as cli
     import simstep.simulator
     import simstep.warmup
@@ -128,9 +167,13 @@ def main():
     w0, c0 = time.perf_counter(), time.process_time()
 
     def marked(self, *a, **k):
-        marks.setdefault("first step started", (time.perf_counter() - w0, time.process_time() - c0))
+        if "first step started" not in marks:
+            marks["first step started"] = (time.perf_counter() - w0, time.process_time() - c0)
+            prof.phase = "first step"
         r = step(self, *a, **k)
-        marks.setdefault("first step done", (time.perf_counter() - w0, time.process_time() - c0))
+        if "first step done" not in marks:
+            marks["first step done"] = (time.perf_counter() - w0, time.process_time() - c0)
+            prof.phase = "later"
         return r
     simstep.simulator.Simulator.step = marked
     cli.main(cmd)

@@ -16,15 +16,20 @@ in one thread per process, and its on-disk cache is shared, so a worker process 
 kernels of a step after collision detection (dynamics, constraint rows, operators, ADMM,
 integration) while the calling process compiles the collision kernels; the caller then loads
 the worker's kernels from the cache instead of compiling them. The worker steps the same scene
-with `CollisionDetector.detect` replaced by one synthetic contact (`_synthetic_contacts`), so
+with `CollisionDetector.detect` replaced by synthetic contacts (`_synthetic_contacts`), so
 it calls the same kernels with the same argument types as a real step and never compiles the
-narrow phase. If it fails or is slower, the caller compiles what it needs itself.
+narrow phase. It reports ready (`wait_compile_ahead` returns) once it has compiled what the
+first steps use (contacts with the ground and between bodies of different trees), then goes
+on with what only later steps may need (a self-contact, whose loop brings the elimination
+ordering in) while the caller steps. If it fails or is slower, the caller compiles what it
+needs itself.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import pickle
+import select
 import subprocess
 import sys
 import time
@@ -170,7 +175,7 @@ def start_compile_ahead(scene, kwargs=None, dt=None):
         return None
     cmd = [sys.executable, "-m", "simstep.warmup", "ahead", pickle.dumps((scene, kwargs or {}, dt)).hex()]
     try:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=_child_env())
     except OSError:
         return None
@@ -194,38 +199,76 @@ def _child_env():
     return env
 
 
+READY = b"ready\n"      # the worker's line on its stdout once the first steps' kernels are cached
+
+
 def wait_compile_ahead(proc, timeout=600.0):
-    """Wait (at most `timeout` s) for the worker of `start_compile_ahead` to finish, so that its
-    kernels are loaded from the cache rather than compiled a second time here."""
-    if proc is not None:
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
+    """Wait (at most `timeout` s) until the worker of `start_compile_ahead` has cached the
+    kernels of the first steps (its `READY` line) or has ended, so that they are loaded from the
+    cache rather than compiled a second time here."""
+    if proc is None:
+        return
+    deadline = time.monotonic() + timeout
+    out = proc.stdout
+    while out is not None and proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if select.select([out], [], [], left)[0]:
+            if out.readline() in (READY, b""):     # ready, or the worker closed its stdout
+                return
 
 
 def stop_compile_ahead(proc):
     """End the worker of `start_compile_ahead` if it still runs (its finished kernels stay cached)."""
-    if proc is not None and proc.poll() is None:
+    if proc is None:
+        return
+    if proc.poll() is None:
         proc.terminate()
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
-def _synthetic_contacts(detector):
-    """`collision.Contacts` of the array types of a real detection, without running one: the
-    first geometry on a moving body against the world and, if another body has geometry,
-    against that body (contacts between bodies bring the operator's elimination ordering in),
-    each 0.1 mm deep."""
+def _tree_root(parent, b):
+    """The root link of link b's tree (parent (n,), −1 at roots)."""
+    while parent[b] >= 0:
+        b = parent[b]
+    return b
+
+
+def synthetic_pairs(detector, self_contact=False):
+    """Geometry pairs [(g1, g2 or −1 for the world)] for `_synthetic_contacts`: the first
+    geometry g on a moving link against the world and, if a link of another tree has geometry,
+    against that link (box on box: contacts between bodies bring the operator's elimination
+    ordering in); with `self_contact`, against a link of g's own tree instead (None if it has no
+    other link with geometry)."""
+    import numpy as np
+    body = np.asarray(detector.shapes.body)
+    parent = np.asarray(detector.model.parent)
+    moving = np.flatnonzero(body >= 0)
+    g = int(moving[0]) if moving.size else 0
+    pairs = [(g, -1)]
+    if not moving.size:
+        return None if self_contact else pairs
+    root = _tree_root(parent, body[g])
+    same = np.array([_tree_root(parent, body[h]) == root for h in moving], bool)
+    other = moving[(body[moving] != body[g]) & (same == self_contact)]
+    if self_contact and not other.size:
+        return None
+    return pairs + ([(g, int(other[0]))] if other.size else [])
+
+
+def _synthetic_contacts(detector, pairs):
+    """`collision.Contacts` of the array types of a real detection, without running one: one
+    contact 0.1 mm deep per geometry pair (g1, g2 or −1 for the world) of `synthetic_pairs`."""
     from collision.detector import Contacts
     import numpy as np
     body = np.asarray(detector.shapes.body)
-    moving = np.flatnonzero(body >= 0)
-    g = int(moving[0]) if moving.size else 0
-    other = moving[body[moving] != body[g]]
-    pairs = [(g, -1)] + ([(g, int(other[0]))] if other.size else [])
     k = len(pairs)
     out_i = np.zeros((5, k), dtype=np.int64)
     out_s = np.zeros((4, k))
@@ -238,27 +281,43 @@ def _synthetic_contacts(detector):
 
 
 @contextlib.contextmanager
-def synthetic_collision():
-    """Within: every `CollisionDetector.detect` returns `_synthetic_contacts` (restored after)."""
+def synthetic_collision(self_contact=False):
+    """Within: every `CollisionDetector.detect` returns `_synthetic_contacts` of its
+    `synthetic_pairs(detector, self_contact)` (restored after)."""
     from collision.detector import CollisionDetector
     real = CollisionDetector.detect
-    CollisionDetector.detect = lambda self, q, **kw: _synthetic_contacts(self)
+    CollisionDetector.detect = lambda self, q, **kw: _synthetic_contacts(
+        self, synthetic_pairs(self, self_contact) or synthetic_pairs(self))
     try:
         yield
     finally:
         CollisionDetector.detect = real
 
 
-def compile_ahead(scene, kwargs=None, dt=None, steps=3):
+def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None):
     """The worker of `start_compile_ahead`: build `scene` and take `steps` steps under
     `synthetic_collision` (the first step compiles the step's kernels, the next ones the warm
-    start's)."""
+    start's), call `ready()` if given, then, if the scene has a self-contact, `steps` more
+    steps with it (the elimination ordering of a loop inside a tree)."""
     import scenes as scene_lib
     from .simulator import Simulator
     with synthetic_collision():
         world = scene_lib.SCENES[scene][0](**(kwargs or {}))
-        Simulator(world, dt=dt).run(steps=steps)
+        sim = Simulator(world, dt=dt)
+        sim.run(steps=steps)
+    if ready is not None:
+        ready()
+    if synthetic_pairs(sim.detector, self_contact=True) is not None:
+        with synthetic_collision(self_contact=True):
+            sim.run(steps=steps)
+
+
+def _report_ready():
+    """The worker's `READY` line on its stdout, which is then closed (fd 1 goes to os.devnull)."""
+    os.write(1, READY)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["ahead"]:
-    compile_ahead(*pickle.loads(bytes.fromhex(sys.argv[2])))
+    sys.stdout = open(os.devnull, "w")          # fd 1 carries the READY line only
+    compile_ahead(*pickle.loads(bytes.fromhex(sys.argv[2])), ready=_report_ready)

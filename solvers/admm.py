@@ -61,7 +61,7 @@ from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
-                      op_solve, state_max_eigenvalue)
+                      op_refactor, op_solve, state_max_eigenvalue)
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
@@ -185,16 +185,6 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
 
 
 @njit(cache=True)
-def _refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
-    """Damping (μ_prox + τρ) I in the iteration's variables and refactor: d on G (+ R_c), or on
-    the scaled G̃ = S G S, d S⁻² (+ R_c) on G (`scale_kernel`)."""
-    if scaled or has_rc:
-        for r in range(dvec.shape[0]):
-            dvec[r] = (d / (sc[r] * sc[r]) if scaled else d) + (Rc[r] if has_rc else 0.0)
-    op_factor(dense, geo, fac, dn, d, dvec, scaled or has_rc)
-
-
-@njit(cache=True)
 def scale_kernel(kind, start, size, diag, p, sc):
     """Diagonal scaling sc (m,) = d^(−p) (d ≈ G_rr in 1/kg or 1/(kg m²)), one value per cone (its
     rows' mean d, so the cone keeps its shape: s(σ̃) = S s(σ)), one per row elsewhere; G̃ = S G S
@@ -220,7 +210,7 @@ def scale_kernel(kind, start, size, diag, p, sc):
 
 @njit(cache=True, inline="always")
 def _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, b, out):
-    """out = (G̃ + D̃)⁻¹ rhs for G̃ = S G S, through the operator's (G + S⁻¹ D̃ S⁻¹)⁻¹ (`_refactor`)."""
+    """out = (G̃ + D̃)⁻¹ rhs for G̃ = S G S, through the operator's (G + S⁻¹ D̃ S⁻¹)⁻¹ (`opstate.op_refactor`)."""
     for r in range(rhs.shape[0]):
         b[r] = rhs[r] / sc[r]
     op_solve(dense, geo, fac, ws, dn, b, out)
@@ -285,7 +275,7 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
                                      sigma_out, s)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, vel, lam, out):
     """out = Π_K(λ − Δ) with Δ_E = (G_EE + R_c + δ I)⁻¹ vel_E on the rows E (fixed = 0), Δ = 0 on
     the fixed rows: the impulse change that cancels the velocities vel (m,) on E, on the
@@ -330,17 +320,9 @@ KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual
 
 
 @njit(cache=True)
-def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv):
-    """One whole solve (`admm_iterations`) and the velocity change of its λ: a `KernelOut`
-    whose velocity_change is True when dv (nv,) holds M⁻¹ Jᵀ λ (matrix-free operator and a
-    non-empty dv; `opstate.op_jt_minv`), and iterations −1 (nothing computed) if g is not finite."""
-    total = 0.0
-    for r in range(g.shape[0]):
-        total += g[r]
-    if not math.isfinite(total):
-        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
-    it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished = admm_iterations(
-        state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist)
+def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished):
+    """`KernelOut` of a solve whose impulses are λ, with dv (nv,) = M⁻¹ Jᵀ λ and velocity_change
+    True on a matrix-free operator with a non-empty dv (`opstate.op_jt_minv`)."""
     if (it == 0 or polished) and not state.dense and dv.shape[0] > 0:
         # λ is 0, the warm start or an accepted polish: the test of the last of these took the
         # product G λ = J (M⁻¹ Jᵀ λ), which left M⁻¹ Jᵀ λ in the workspace's q̈
@@ -356,8 +338,10 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
 
 
 @njit(cache=True)
-def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist):
-    """The ADMM iterations of the module docstring on one operator, entirely compiled.
+def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv):
+    """One whole solve, the ADMM iterations of the module docstring on one operator, entirely
+    compiled, and the velocity change of its λ: a `KernelOut` (`_kernel_out`), iterations −1
+    (nothing computed) if g is not finite.
 
     state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
     dn = (G, C, d, t), 0 the matrix-free one (geo, fac, ws) (`delassus_kernels`); the other
@@ -377,6 +361,11 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
     scaled). Returns (iterations, converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm started,
     polish solves, the λ_max the iterations used (0 if none ran), polished: λ is an accepted
     polish, whose factorisation is still in the operator)."""
+    total = 0.0
+    for r in range(g.shape[0]):
+        total += g[r]
+    if not math.isfinite(total):
+        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
     max_iter, ncp, osqp, record, polish, eig_iters = prm.max_iter, prm.ncp, prm.osqp, prm.record, prm.polish, \
         prm.eig_iters
@@ -405,7 +394,7 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
         lam[:] = x
         sigma[:] = z
-        return 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False
+        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False)
     n_polish = 0
     sw = np.empty(m)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
@@ -416,7 +405,8 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
         rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
                              fixed, lam, sigma)
         if rpol[0] <= tol:
-            return 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0, True
+            return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
+                               True)
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
@@ -449,7 +439,7 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
         s[:] = 0.0
     trho = tau * rho
     dvec = np.empty(m)
-    _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
+    op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
     rhs = np.empty(m)
     for r in range(m):
         rhs[r] = -(g_s[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
@@ -499,10 +489,11 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
             if rpol[0] <= tol:
                 lam[:] = xw_p
                 sigma[:] = sw
-                return it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish, L, True
+                return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
+                                   L, True)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
-            _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
+            op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
         x_prev[:] = xn
         # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the
         # residuals relative to their scales, ρ ← ρ √(r̂_p / r̂_d); spectral: ρ (L/m)^±factor
@@ -520,7 +511,7 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
             for r in range(m):
                 rhs[r] += (new_trho - trho) * y[r]      # rhs depends on τρ through τρ y
             trho = new_trho
-            _refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
+            op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
             n_updates += 1
     for r in range(m):
         yp[r] = sc[r] * y[r]
@@ -531,7 +522,7 @@ def admm_iterations(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, 
             yp[:], sigma[:] = best_lam, best_sig
             rv, rc = best
     lam[:] = yp
-    return it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False
+    return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False)
 
 
 class _Matvec:

@@ -234,6 +234,18 @@ def _schur_sym(Ya, na, X):
             X[b, a] = s
 
 
+@njit(cache=True, inline="always")
+def _parent_block_add(C0, Hi, coupled, out):
+    """out += H_{λ,λ}'s share of link i (Alg. 4 line 23): C₀ = H_{i,i} + H_{i,λ} (the parent's
+    neighbour block), plus H_{i,λ}ᵀ = C₀ᵀ − H_{i,i} when i is coupled to its parent (6 × 6)."""
+    for a in range(6):
+        for b in range(6):
+            v = C0[a, b]
+            if coupled:
+                v += C0[b, a] - Hi[b, a]
+            out[a, b] += v
+
+
 @njit(cache=True)
 def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr,
                         pair_ptr, pair_slot, pair_tr, Hd, Ho, Dj, L, Y):
@@ -295,13 +307,7 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
         if nvi == 0:
             # a fixed link moves with its parent: hand its inertia and couplings over
             if p >= 0:
-                coupled = nb_slot[e0] >= 0
-                for a in range(6):
-                    for b in range(6):
-                        v = C[0, a, b]
-                        if coupled:
-                            v += C[0, b, a] - Hi[b, a]
-                        Hd[p, a, b] += v
+                _parent_block_add(C[0], Hi, nb_slot[e0] >= 0, Hd[p])
                 for e in range(1, deg):
                     _add_block(Ho, pair_slot[q0 + e - 1], C[e], pair_tr[q0 + e - 1])
             continue
@@ -373,13 +379,7 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
                     _schur(Ya, Y[e0 + eb], na, X)
                 if ea == 0 and p >= 0:
                     if eb == 0:
-                        coupled = nb_slot[e0] >= 0
-                        for a in range(6):
-                            for b in range(6):
-                                v = C[0, a, b]
-                                if coupled:
-                                    v += C[0, b, a] - Hi[b, a]
-                                X[a, b] += v
+                        _parent_block_add(C[0], Hi, nb_slot[e0] >= 0, X)
                     else:
                         Cb = C[eb]
                         for a in range(6):

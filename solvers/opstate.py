@@ -14,7 +14,8 @@ tuples hold the same array objects.
   the operator in a `StateCache`), `compiled_state(op, m)` for any operator (one offering only
   ``matvec`` gets its explicit matrix), ``op.mark_factored()`` after a compiled solver has
   refactored the damped operator in its storage.
-- Compiled side: `op_matvec` (G x), `op_factor` (factor G + diag d), `op_solve`
+- Compiled side: `op_matvec` (G x), `op_factor` (factor G + diag d), `op_refactor` (factor
+  the ADMM's damping, scaled or not), `op_solve`
   ((G + diag d)⁻¹ b), `op_diag` (diag G or its estimate), `op_jt_minv` (M⁻¹ Jᵀ λ) and
   `op_max_eigenvalue` (the one Lanczos), on either operator, selected by the state's ``dense``
   flag; `max_eigenvalue(op, m)` from Python.
@@ -155,6 +156,17 @@ def op_factor(dense, geo, fac, dn, dscal, dvec, vec):
         dense_factor(dn, dscal, dvec, vec)
     else:
         mf_factor(geo, fac, dscal, dvec, vec)
+
+
+@njit(cache=True)
+def op_refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
+    """Factor an ADMM's damping d I (d = μ_prox + τρ, units of G) in the iteration's variables:
+    d on G (+ R_c), or on the scaled G̃ = S G S (S = diag(sc), `solvers.admm.scale_kernel`),
+    d S⁻² (+ R_c) on G. dvec (m,) is workspace."""
+    if scaled or has_rc:
+        for r in range(dvec.shape[0]):
+            dvec[r] = (d / (sc[r] * sc[r]) if scaled else d) + (Rc[r] if has_rc else 0.0)
+    op_factor(dense, geo, fac, dn, d, dvec, scaled or has_rc)
 
 
 @njit(cache=True, inline="always")

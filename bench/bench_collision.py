@@ -34,7 +34,7 @@ placements, AABBs, broad phase), written to bench/results/bench_collision_robots
 Same-run A/B against another checkout (``--baseline DIR``, e.g. a git worktree of main): the
 step's detection (`Simulator.step` passes the placements of its kinematics: no FK, no q check)
 and ``detect(q)`` on bench_step's settled 10-box triangle and 30-box square pyramids, G1 lying
-(self-collision off and on), Go2 standing and trotting and the three G1 on the pyramid, each
+(self-collision off and on), G1 falling, Go2 standing and trotting and the three G1 on the pyramid, each
 tree in its own worker process, blocks alternating; each block's time is the best of
 `--repeat` batches of `--number` calls; medians and p95 over `--rounds` blocks, the ratio of
 the medians, MuJoCo's ``mj_kinematics + mj_collision`` timed in the same rounds, and whether
@@ -394,8 +394,8 @@ def plot_robots(rows, path):
 
 
 # ---------------------------------------------------------------- same-run A/B against another tree
-AB_SCENES = ("triangle-10", "square-30", "g1-lying", "g1-lying-self", "go2-standing", "go2-standing-self",
-             "go2-trotting", "pyramid-robots")
+AB_SCENES = ("triangle-10", "square-30", "g1-lying", "g1-lying-self", "g1-falling", "go2-standing",
+             "go2-standing-self", "go2-trotting", "pyramid-robots")
 
 
 def ab_detector(name):
@@ -407,7 +407,7 @@ def ab_detector(name):
     if name in ("triangle-10", "square-30"):
         return simstep.Simulator(box_scene(name.split("-")[0], 4, 0.1)[0], dt=DT).detector, None
     base = name[:-5] if name.endswith("-self") else name
-    if base == "g1-lying":
+    if base in ("g1-lying", "g1-falling"):
         w, robot = g1_world(), "g1"
     elif base.startswith("go2"):
         w, robot = scenes.quadruped("go2"), "go2"
@@ -424,7 +424,8 @@ def ab_configuration(name):
         shape = name.split("-")[0]
         return step_settled(shape, box_scene(shape, 4, 0.1)[0], 2.0, False).q.copy()
     base = name[:-5] if name.endswith("-self") else name
-    return robot_states(only={"g1-lying": 0, "go2-standing": 2, "go2-trotting": 3, "pyramid-robots": 4}[base])[3]
+    index = {"g1-lying": 0, "g1-falling": 1, "go2-standing": 2, "go2-trotting": 3, "pyramid-robots": 4}[base]
+    return robot_states(only=index)[3]
 
 
 def ab_worker():

@@ -1,9 +1,9 @@
 """Convex hulls' support queries by hill climbing on their vertex graph.
 
 `HullGraph` holds every hull's vertex adjacency (built once with the shape table by
-`shapes.hull_graph`); `hull_climb` finds a support vertex, `hull_support_set` every vertex
-within a tolerance of the support height. Both visit a few dozen vertices where a scan visits
-all of them (G1's hulls have up to 2167).
+`shapes.hull_graph`); `hull_climb` finds a support vertex, `hull_support_set` (`hull_flood` from
+that vertex) every vertex within a tolerance of the support height. Both visit a few dozen
+vertices where a scan visits all of them (G1's hulls have up to 2167).
 """
 from collections import namedtuple
 
@@ -59,11 +59,18 @@ def hull_climb(g, cverts, hg, l0, l1, l2, start):
 
 @njit(**_NONRT)
 def hull_support_set(g, cverts, hg, l0, l1, l2, tol):
-    """Vertices of hull g with v · l ≥ max − tol (l in the geometry frame), by a flood fill
-    over the edge graph from the climb's maximum (on a convex polytope such a superlevel set
-    is connected). Their global indices go to hg.queue[:m], ascending (as a scan in index
-    order lists them). Returns (m, max height)."""
+    """Vertices of hull g with v · l ≥ max − tol (l in the geometry frame): `hull_flood` from
+    the climb's maximum. Their global indices go to hg.queue[:m], ascending (as a scan in
+    index order lists them). Returns (m, max height)."""
     v0, hmax = hull_climb(g, cverts, hg, l0, l1, l2, -1)
+    return hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol), hmax
+
+
+@njit(**_NONRT)
+def hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol):
+    """The superlevel set v · l ≥ hmax − tol of a hull by a flood fill over its edge graph
+    from v0, a vertex of maximum height hmax (`hull_climb`; on a convex polytope such a set
+    is connected): global indices into hg.queue[:m], ascending. Returns m."""
     mark, queue = hg.mark, hg.queue
     ns = mark.shape[0] - 1
     mark[ns] += 1
@@ -94,4 +101,4 @@ def hull_support_set(g, cverts, hg, l0, l1, l2, tol):
                 j -= gap
             queue[j] = x
         gap //= 2
-    return m, hmax
+    return m

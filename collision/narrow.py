@@ -19,7 +19,9 @@ from . import gjk, hulls, patch, support, workspace
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .patch import build_patch, patch_along_normal
-from .support import INF_FEATURE, _support_box, box_height, support_feature, support_height
+from .hulls import hull_climb, hull_flood
+from .support import (INF_FEATURE, _support_box, box_height, hull_points_unordered, support_feature,
+                      support_height)
 from .workspace import (_VC1, _VC2, _VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VREF,
                         _cprr, _dotrr, _tangent_basis_v)
 
@@ -165,6 +167,8 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
     # heights above the plane are pu − x · u: the lowest point's first; beyond the margin no
     # feature is needed; when penetrating, every vertex up to tol above the plane, not only
     # the deepest's tol
+    if ks == CONVEX:   # one climb for the margin test and the support set
+        return _hull_plane(s, pa, gR, gp, cverts, hg, margin, tol, pu, V, i_u, i_ws, i_wp, F, PA, PB, FA, FB, ws)
     if ks == BOX:
         low = pu - box_height(s, gsize, gR, gp, V[i_u, 0], V[i_u, 1], V[i_u, 2])
     else:
@@ -184,6 +188,31 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
             _cprr(V, i_ws, F, i)
     if dmin > margin:
         return 0
+    for k in range(3):
+        V[i_wp, k] = V[i_ws, k] + dmin * V[i_u, k]
+    return build_patch(FA, INF_FEATURE if pa else m, FB, m if pa else INF_FEATURE, V, PA, PB, ws)
+
+
+@njit(**_NONRT)
+def _hull_plane(s, pa, gR, gp, cverts, hg, margin, tol, pu, V, i_u, i_ws, i_wp, F, PA, PB, FA, FB, ws):
+    """`plane_pair` for a convex hull s (pa: the plane is a), u = V[i_u], pu = (plane point) · u:
+    the climb's vertex gives the lowest point (the margin test) and starts the flood fill of the
+    support set (`hulls.hull_flood`), whose extreme vertex (first of `hull_points_unordered`) is
+    the witness. The same result as `support_height` then `support_feature`, with one climb."""
+    u0, u1, u2 = V[i_u, 0], V[i_u, 1], V[i_u, 2]
+    l0 = gR[s, 0, 0] * u0 + gR[s, 1, 0] * u1 + gR[s, 2, 0] * u2      # u in the hull's frame
+    l1 = gR[s, 0, 1] * u0 + gR[s, 1, 1] * u1 + gR[s, 2, 1] * u2
+    l2 = gR[s, 0, 2] * u0 + gR[s, 1, 2] * u1 + gR[s, 2, 2] * u2
+    v0, hmax = hull_climb(s, cverts, hg, l0, l1, l2, -1)
+    low = pu - ((gp[s, 0] * u0 + gp[s, 1] * u1 + gp[s, 2] * u2) + hmax)
+    if low > margin:
+        return 0
+    m = hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol - min(low, 0.0))
+    m = hull_points_unordered(s, gR, gp, cverts, hg, m, V, i_u, F)
+    dmin = pu - _dotrr(F, 0, V, i_u)   # F[0] is the lowest: no point of F is deeper
+    if dmin > margin:
+        return 0
+    _cprr(V, i_ws, F, 0)
     for k in range(3):
         V[i_wp, k] = V[i_ws, k] + dmin * V[i_u, k]
     return build_patch(FA, INF_FEATURE if pa else m, FB, m if pa else INF_FEATURE, V, PA, PB, ws)

@@ -142,9 +142,32 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     m, _ = hull_support_set(g, cverts, hg, dl0, dl1, dl2, tol)
     if m > 2 and ordered:
         return _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out)
-    # unordered: the extreme vertex in the world first (the first in index order on ties),
-    # then the others in index order, as many as out holds
+    return hull_points_unordered(g, gR, gp, cverts, hg, m, D, i_d, out)
+
+
+@njit(**_NONRT)
+def hull_points_unordered(g, gR, gp, cverts, hg, m, D, i_d, out):
+    """The m hull vertices hg.queue[:m] (global indices, ascending) as world points into out:
+    the extreme one along d = D[i_d] first (the first in index order on ties), then the others
+    in index order, as many as out holds. Returns their count."""
     queue = hg.queue
+    cap = out.shape[0]
+    if m <= cap:   # each world point computed once, in place; the extreme one rotated to the front
+        jbest = -1
+        hbest = 0.0
+        for j in range(m):
+            i = queue[j]
+            for k in range(3):
+                out[j, k] = _cvert_world(gR, gp, g, cverts, i, k)
+            h = out[j, 0] * D[i_d, 0] + out[j, 1] * D[i_d, 1] + out[j, 2] * D[i_d, 2]
+            if jbest < 0 or h > hbest:
+                jbest, hbest = j, h
+        x0, x1, x2 = out[jbest, 0], out[jbest, 1], out[jbest, 2]
+        for j in range(jbest, 0, -1):
+            for k in range(3):
+                out[j, k] = out[j - 1, k]
+        out[0, 0], out[0, 1], out[0, 2] = x0, x1, x2
+        return m
     ibest = -1
     hbest = 0.0
     for j in range(m):
@@ -158,7 +181,7 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     j = 1
     for jj in range(m):
         i = queue[jj]
-        if i == ibest or j >= out.shape[0]:
+        if i == ibest or j >= cap:
             continue
         for k in range(3):
             out[j, k] = _cvert_world(gR, gp, g, cverts, i, k)

@@ -636,15 +636,27 @@ class _RayBackend:
         blob_ref = ray.put(blob)        # the spec travels through the object store, once per node
         self._set_spec(self.actors, spec_key, blob_ref)
         queue = collections.deque(range(len(params)))
+        suspects = collections.deque()   # episodes in flight on an actor that died: each runs alone
+        alone = set()       # ids of the actors running a suspect
         inflight = {}       # ref -> (actor, i)
         per_actor = {a._simstep_id: collections.deque() for a in self.actors}    # its refs, oldest first
 
         def give(a):
-            while queue and len(per_actor[a._simstep_id]) < self.IN_FLIGHT:
+            mine = per_actor[a._simstep_id]
+            if a._simstep_id in alone:
+                return
+            if suspects and not mine:
+                i = suspects.popleft()
+                ref = a.run.remote(i, params[i])
+                inflight[ref] = (a, i)
+                mine.append(ref)
+                alone.add(a._simstep_id)
+                return
+            while queue and len(mine) < self.IN_FLIGHT:
                 i = queue.popleft()
                 ref = a.run.remote(i, params[i])
                 inflight[ref] = (a, i)
-                per_actor[a._simstep_id].append(ref)
+                mine.append(ref)
 
         for a in self.actors:
             give(a)
@@ -665,39 +677,42 @@ class _RayBackend:
                 try:
                     _, ok, payload, wall, comp = got[ref] if ref in got else ray.get(ref)
                 except ray.exceptions.RayActorError:
-                    self._actor_died(a, inflight, per_actor, queue, done)
+                    self._actor_died(a, inflight, per_actor, suspects, a._simstep_id in alone, done)
+                    alone.discard(a._simstep_id)
                     na = self._spawn()
                     self.actors[self.actors.index(a)] = na
                     per_actor[na._simstep_id] = collections.deque()
                     self._set_spec([na], spec_key, blob_ref)
-                    give(na)
+                    for b in self.actors:       # the suspects go to idle actors first
+                        give(b)
                     continue
                 del inflight[ref]
                 per_actor[a._simstep_id].remove(ref)
+                alone.discard(a._simstep_id)
                 done(i, ok, _own(payload), wall, a._simstep_id, comp)
                 give(a)
 
-    def _actor_died(self, a, inflight, per_actor, queue, done):
-        """The tasks of a dead actor, oldest first: those that finished are results, the first that
-        did not was running when it died (a failure), the others go back to the queue."""
+    def _actor_died(self, a, inflight, per_actor, suspects, alone, done):
+        """The tasks of a dead actor, oldest first: those that finished are results. If the actor
+        ran one suspect alone, that episode killed it (a failure). Otherwise the ones that did
+        not finish become suspects, each run alone on an actor: with several in flight, Ray may
+        lose the result of an episode that finished just before another one killed the actor,
+        so the oldest unfinished task is not necessarily the culprit."""
         ray = self.ray
-        blamed, back = False, []
         for r in per_actor.pop(a._simstep_id):
             i = inflight.pop(r)[1]
-            if blamed:
-                back.append(i)
-                continue
             try:
                 _, ok, payload, wall, comp = ray.get(r, timeout=30)
                 done(i, ok, _own(payload), wall, a._simstep_id, comp)
             except ray.exceptions.RayActorError as e:
+                if not alone:
+                    suspects.append(i)
+                    continue
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
                 done(i, False, (f"WorkerDied: the Ray actor running this episode died ({type(e).__name__}: {msg})",
                                 ""), (0.0, 0.0), a._simstep_id, 0)
-                blamed = True
             except ray.exceptions.GetTimeoutError:      # pragma: no cover
-                back.append(i)
-        queue.extendleft(reversed(back))
+                suspects.append(i)
 
     def close(self, timeout=None):
         for a in self.actors:

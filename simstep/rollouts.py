@@ -641,22 +641,21 @@ class _RayBackend:
         inflight = {}       # ref -> (actor, i)
         per_actor = {a._simstep_id: collections.deque() for a in self.actors}    # its refs, oldest first
 
+        def submit(a, i):
+            ref = a.run.remote(i, params[i])
+            inflight[ref] = (a, i)
+            per_actor[a._simstep_id].append(ref)
+
         def give(a):
             mine = per_actor[a._simstep_id]
             if a._simstep_id in alone:
                 return
             if suspects and not mine:
-                i = suspects.popleft()
-                ref = a.run.remote(i, params[i])
-                inflight[ref] = (a, i)
-                mine.append(ref)
+                submit(a, suspects.popleft())
                 alone.add(a._simstep_id)
                 return
             while queue and len(mine) < self.IN_FLIGHT:
-                i = queue.popleft()
-                ref = a.run.remote(i, params[i])
-                inflight[ref] = (a, i)
-                mine.append(ref)
+                submit(a, queue.popleft())
 
         for a in self.actors:
             give(a)

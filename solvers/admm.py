@@ -358,9 +358,10 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     at most every 10 iterations, and every 25 iterations to keep the best point for the cap.
     Writes λ, σ', and in `fixed` (m,) the rows a polish held fixed; hist (max_iter, 4) gets
     (r_p, r_d, r_v, ρ) per iteration if recording (r_v = −1 where not evaluated; r_p, r_d
-    scaled). Returns (iterations, converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm started,
-    polish solves, the λ_max the iterations used (0 if none ran), polished: λ is an accepted
-    polish, whose factorisation is still in the operator)."""
+    scaled). The `KernelOut` holds: iterations, converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm
+    started, polish solves, the λ_max the iterations used (0 if none ran), polished (λ is an
+    accepted polish, whose factorisation is still in the operator) and velocity_change (dv
+    holds M⁻¹ Jᵀ λ)."""
     total = 0.0
     for r in range(g.shape[0]):
         total += g[r]
@@ -526,6 +527,8 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
 
 
 class _Matvec:
+    """An operator offering only ``matvec`` (for `opstate.max_eigenvalue`)."""
+
     def __init__(self, matvec):
         self.matvec = matvec
 
@@ -537,6 +540,8 @@ def lanczos_max_eigenvalue(matvec, m, iters=20):
 
 
 _EMPTY = np.zeros(0)
+
+
 def _checked_jv(jv, m):
     jv = np.ascontiguousarray(jv, dtype=float)
     if jv.shape != (m,) or not math.isfinite(jv.sum()):

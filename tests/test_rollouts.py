@@ -3,6 +3,7 @@ reproduces serial runs bitwise, in input order; a failed or crashed episode is r
 parameters while the others complete; the `sweep` command line."""
 import functools
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -322,3 +323,125 @@ def test_ray_missing_gives_install_hint(monkeypatch):
 def test_partial_of_module_level_function_is_accepted(pool):
     [r] = pool.map(functools.partial(stack, friction=0.25), [dict(n=1)], steps=3, progress=False)
     assert_bitwise(r, reference(functools.partial(stack, friction=0.25), [dict(n=1)], 3)[0])
+
+
+# The Ray pool's bookkeeping when an actor dies, on a fake Ray (deterministic: the real race -----
+# cannot be forced). Each actor runs its tasks at submission; an episode with crash=True kills
+# its actor, and with lose=True Ray also loses the result of the actor's previous task, which
+# had finished (what a real Ray can do when an actor dies with several tasks in flight).
+class _FakeActorError(Exception):
+    pass
+
+
+class _FakeRay:
+    class exceptions:
+        RayError = Exception
+        RayActorError = _FakeActorError
+
+        class GetTimeoutError(Exception):
+            pass
+
+    def __init__(self):
+        self.actors = []
+
+    def is_initialized(self):
+        return True
+
+    def cluster_resources(self):
+        return {"CPU": 2}
+
+    def put(self, x):
+        return x
+
+    def kill(self, actor):
+        actor.dead = True
+
+    def remote(self, **kw):
+        fake = self
+
+        class _Class:
+            @staticmethod
+            def remote(path):
+                a = _FakeActor()
+                fake.actors.append(a)
+                return a
+        return lambda cls: _Class
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, refs, timeout=None):
+        if isinstance(refs, list):
+            return [self.get(r) for r in refs]
+        refs.fetched = True
+        if refs.error:
+            raise _FakeActorError("the actor died")
+        return refs.value
+
+
+class _FakeRef:
+    def __init__(self, value=None, error=False):
+        self.value, self.error, self.fetched = value, error, False
+
+
+class _FakeMethod:
+    def __init__(self, f):
+        self.remote = f
+
+
+class _FakeActor:
+    def __init__(self):
+        self.dead, self.last, self.runs, self.refs = False, None, [], []
+        self.set_spec = _FakeMethod(lambda key, blob: _FakeRef(0, self.dead))
+        self.run = _FakeMethod(self._run)
+
+    def _run(self, i, p):
+        # (episode, tasks of this actor submitted before it and not yet fetched by the driver)
+        self.runs.append((i, sum(not r.fetched for r in self.refs)))
+        if self.dead:
+            ref = _FakeRef(error=True)
+        elif p.get("crash"):
+            self.dead = True
+            if p.get("lose") and self.last is not None:
+                self.last.error = True
+            ref = _FakeRef(error=True)
+        else:
+            ref = self.last = _FakeRef((i, True, f"result {i}", (0.0, 0.0), 0))
+        self.refs.append(ref)
+        return ref
+
+
+def _fake_ray_run(monkeypatch, params):
+    ro = sys.modules["simstep.rollouts"]      # the module (simstep.rollouts is also a function)
+    fake = _FakeRay()
+    monkeypatch.setattr(ro, "_import_ray", lambda: fake)
+    backend = ro._RayBackend(2)
+    calls = {}
+    backend.run("spec", None, b"", params, lambda i, ok, payload, wall, actor, comp: calls.setdefault(i, []).append(
+        (ok, payload, actor)), len(params))
+    return calls, fake
+
+
+def test_ray_actor_death_reruns_unfinished_episodes_alone(monkeypatch):
+    # actor 0 gets episodes 0 and 1; 1 kills it and Ray loses 0's finished result: both are
+    # rerun, each alone on a new actor; only 1, which kills its actor again, is reported
+    params = [dict(), dict(crash=True, lose=True), dict(), dict(), dict()]
+    calls, fake = _fake_ray_run(monkeypatch, params)
+    assert sorted(calls) == list(range(5)) and all(len(c) == 1 for c in calls.values())
+    for i in (0, 2, 3, 4):
+        assert calls[i][0][:2] == (True, f"result {i}")
+    ok, (msg, tb), actor = calls[1][0]
+    assert not ok and msg.startswith("WorkerDied: the Ray actor running this episode died")
+    assert fake.actors[0].runs == [(0, 0), (1, 1)]          # 1 was queued behind 0
+    reruns = [r for a in fake.actors[1:] for r in a.runs if r[0] in (0, 1)]
+    assert sorted(reruns) == [(0, 0), (1, 0)]               # each suspect ran once more, alone
+
+
+def test_ray_actor_death_keeps_results_that_arrived(monkeypatch):
+    # the crash's actor finished episode 0 and Ray kept it: 0 is reported once, from that actor
+    params = [dict(), dict(crash=True), dict()]
+    calls, fake = _fake_ray_run(monkeypatch, params)
+    assert calls[0] == [(True, "result 0", 0)] and calls[2][0][:2] == (True, "result 2")
+    assert not calls[1][0][0] and "WorkerDied" in calls[1][0][1][0]
+    runs_of_1 = [r for a in fake.actors for r in a.runs if r[0] == 1]
+    assert runs_of_1 == [(1, 1), (1, 0)]         # with 0 in flight, then alone

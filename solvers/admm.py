@@ -92,7 +92,7 @@ class ADMMSettings:
     eig_iters: int = 20              # Lanczos steps for λ_max(G)
     keep_rho_power: bool = True      # reuse the last ρ exponent at the next solve
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
-    anderson: int = 0                # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
+    anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
 
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):
@@ -314,14 +314,47 @@ def warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, out):
 
 
 @njit(cache=True)
-def anderson_step(dF, dG, count, f, gk, ridge, wmax, out):
+def spd_solve(M, b):
+    """b ← M⁻¹ b for a small symmetric positive definite M (k, k) by Cholesky, in place (M's lower
+    triangle is overwritten by the factor); returns False (b partly overwritten) if a pivot is
+    not positive and finite."""
+    k = b.shape[0]
+    for j in range(k):
+        d = M[j, j]
+        for p in range(j):
+            d -= M[j, p] * M[j, p]
+        if not (d > 0.0 and d < np.inf):
+            return False
+        d = math.sqrt(d)
+        M[j, j] = d
+        for i in range(j + 1, k):
+            a = M[i, j]
+            for p in range(j):
+                a -= M[i, p] * M[j, p]
+            M[i, j] = a / d
+    for i in range(k):                  # L w = b
+        a = b[i]
+        for p in range(i):
+            a -= M[i, p] * b[p]
+        b[i] = a / M[i, i]
+    for i in range(k - 1, -1, -1):      # Lᵀ x = w
+        a = b[i]
+        for p in range(i + 1, k):
+            a -= M[p, i] * b[p]
+        b[i] = a / M[i, i]
+    return True
+
+
+@njit(cache=True)
+def anderson_step(dF, dG, gram, count, f, gk, ridge, wmax, out):
     """Type-II Anderson mixing (Walker & Ni, "Anderson acceleration for fixed-point iterations",
-    SIAM J. Numer. Anal. 2011, Eq. 2.3; the regularised form of Zhang, O'Donoghue & Boyd,
+    SIAM J. Numer. Anal. 2011, Eq. 2.3, with a Tikhonov ridge as in Zhang, O'Donoghue & Boyd,
     "Globally convergent type-I Anderson acceleration for nonsmooth fixed-point iterations", 2020).
 
-    For the fixed-point map u ↦ T(u) with residual f = T(u) − u: dF, dG (mem, n) hold the
-    differences of the last `count` residuals and images (ΔF_j = f_{j+1} − f_j, ΔG_j likewise);
-    γ = argmin ‖f − ΔF γ‖² + ridge ‖ΔF‖²_F ‖γ‖², and out (n,) = T(u) − ΔG γ with gk = T(u).
+    For the fixed-point map u ↦ T(u) with residual f = T(u) − u: rows 0..count−1 of dF, dG
+    (mem, n) hold differences of successive residuals and images (ΔF_j = f_{j+1} − f_j, ΔG_j
+    likewise, in any order), gram (mem, mem) their inner products ΔFᵀΔF;
+    γ = argmin ‖f − ΔF γ‖² + ridge tr(ΔFᵀΔF) ‖γ‖², and out (n,) = T(u) − ΔG γ with gk = T(u).
     Returns False (out untouched) if the least squares is singular or a weight |γ_j| exceeds
     wmax (the mixing would extrapolate far from the iterates)."""
     n = f.shape[0]
@@ -333,81 +366,83 @@ def anderson_step(dF, dG, count, f, gk, ridge, wmax, out):
         for r in range(n):
             acc += dF[i, r] * f[r]
         b[i] = acc
-        for j in range(i + 1):
-            acc = 0.0
-            for r in range(n):
-                acc += dF[i, r] * dF[j, r]
-            M[i, j] = acc
-            M[j, i] = acc
-        tr += M[i, i]
-    if not tr > 0.0:
+        for j in range(count):
+            M[i, j] = gram[i, j]
+        tr += gram[i, i]
+    if not (tr > 0.0 and tr < np.inf):
         return False
     for i in range(count):
         M[i, i] += ridge * tr
-    gam = np.linalg.solve(M, b)
+    if not spd_solve(M, b):
+        return False
+    gam = b
     for i in range(count):
         if not abs(gam[i]) <= wmax:
             return False
     for r in range(n):
-        acc = gk[r]
-        for i in range(count):
-            acc -= dG[i, r] * gam[i]
-        out[r] = acc
+        out[r] = gk[r]
+    for i in range(count):
+        gi = gam[i]
+        for r in range(n):
+            out[r] -= dG[i, r] * gi
     return True
 
 
 @njit(cache=True)
-def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, dF, dG, f, gk, fp, gp,
-                    out, count, head, have_prev, last, fn_prev):
+def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, dF, dG, gram, f, gk, fp,
+                    gp, out, count, head, have_prev, last, fn_prev):
     """Safeguarded Anderson acceleration of the ADMM iteration (Zhang, O'Donoghue & Boyd 2020,
-    Alg. 3's safeguard; SCS's choice of map), in place after one iteration u_k → T(u_k).
+    Alg. 3's safeguard), in place after one iteration.
 
-    u = (√τρ y, z/√τρ) (the norm in which the iteration is non-expansive), yk, zk: u_k's y, z;
-    y, z: T(u_k). If the last point was a mixed one and its residual ‖T(u) − u‖ grew, it is
-    rejected: y, z go back to the plain image T(u_{k−1}) saved then, and the memory is cleared.
-    Else the differences are stored (memory dF.shape[0], circular) and y, z become the mixture
-    of `anderson_step`, y projected back on its cones; s = s(z) and the next rhs are recomputed
-    from the new point (rhs = −(g + s) + τρ y + μ_prox x + z, x the last damped solve).
-    Returns the new (count, head, have_prev, last, fn_prev)."""
+    The map: the iteration is a function of the projection's input t = x̂ − z/τρ alone
+    (y = Π_K(t), z = τρ (y − t); the μ_prox x term aside), so the mixing runs on t (m,): t_k from
+    yk, zk (the iterate before), T(t_k) from y, z (after). If the last point was a mixed one and
+    its residual ‖T(t) − t‖ grew, it is rejected: t goes back to the plain image T(t_{k−1})
+    saved then, and the memory is cleared. Else the differences are stored (memory
+    dF.shape[0], circular; gram (mem, mem) their inner products, updated by one row) and t
+    becomes the mixture of `anderson_step`. A new t gives y = Π_K(t) (in its cones by
+    construction), z = τρ (y − t), s = s(z) and the next rhs = −(g + s) + τρ y + μ_prox x + z
+    (x the last damped solve). Returns the new (count, head, have_prev, last, fn_prev)."""
     m = y.shape[0]
     mem = dF.shape[0]
-    w = math.sqrt(trho)
+    inv = 1.0 / trho
     fn = 0.0
     for r in range(m):
-        f[r] = w * (y[r] - yk[r])
-        f[m + r] = (z[r] - zk[r]) / w
-        gk[r] = w * y[r]
-        gk[m + r] = z[r] / w
-    for r in range(2 * m):
+        gk[r] = y[r] - z[r] * inv
+        f[r] = gk[r] - (yk[r] - zk[r] * inv)
         fn += f[r] * f[r]
     fn = math.sqrt(fn)
+    t = out
     moved = False
     if last and fn > fn_prev:               # the mixed point did worse: back to the plain step
-        for r in range(m):
-            y[r] = gp[r] / w
-            z[r] = gp[m + r] * w
+        t[:] = gp
         count, head, have_prev, last = 0, 0, False, False
         moved = True
     else:
         if have_prev:
-            for r in range(2 * m):
+            for r in range(m):
                 dF[head, r] = f[r] - fp[r]
                 dG[head, r] = gk[r] - gp[r]
-            head = (head + 1) % mem
             count = min(count + 1, mem)
+            for j in range(count):          # the Gram matrix's new row and column
+                acc = 0.0
+                for r in range(m):
+                    acc += dF[head, r] * dF[j, r]
+                gram[head, j] = acc
+                gram[j, head] = acc
+            head = (head + 1) % mem
         fp[:] = f
         gp[:] = gk
         fn_prev = fn
         have_prev = True
         last = False
-        if count > 0 and anderson_step(dF, dG, count, f, gk, 1e-10, 1e4, out):
-            for r in range(m):
-                s[r] = out[r] / w
-                z[r] = out[m + r] * w
-            project_kernel(kind, start, size, param, s, y)
+        if count > 0 and anderson_step(dF, dG, gram, count, f, gk, 1e-10, 1e4, t):
             last = True
             moved = True
     if moved:
+        project_kernel(kind, start, size, param, t, y)
+        for r in range(m):
+            z[r] = trho * (y[r] - t[r])
         if ncp:
             desaxce_kernel(kind, start, param, z, s)
         else:
@@ -561,10 +596,10 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     for r in range(m):
         gnorm = max(gnorm, abs(g_s[r]))
     next_polish = 10
-    # Anderson acceleration (prm.anderson = memory): u = (√τρ y, z/√τρ), T = one iteration
+    # Anderson acceleration (prm.anderson = memory) on the projection's input t (`anderson_update`)
     mem = prm.anderson
-    n2 = 2 * m if mem > 0 else 0
-    aa_dF, aa_dG = np.empty((mem, n2)), np.empty((mem, n2))
+    n2 = m if mem > 0 else 0
+    aa_dF, aa_dG, aa_gram = np.empty((mem, n2)), np.empty((mem, n2)), np.empty((mem, mem))
     aa_f, aa_g, aa_fp, aa_gp, aa_out = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)
     yk, zk = np.empty(m if mem > 0 else 0), np.empty(m if mem > 0 else 0)
     aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = 0, 0, False, False, 0.0
@@ -615,7 +650,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
         if mem > 0:
             aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = anderson_update(
-                kind, start, size, param_s, g_s, xn, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, aa_dF, aa_dG, aa_f,
+                kind, start, size, param_s, g_s, xn, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, aa_dF, aa_dG, aa_gram, aa_f,
                 aa_g, aa_fp, aa_gp, aa_out, aa_count, aa_head, aa_prev, aa_last, aa_fn_prev)
         x_prev[:] = xn
         # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the

@@ -3,10 +3,15 @@
 Scenes (dt 1 ms, friction 0.5 unless noted): the 10-box triangle pyramid and the 30-box square
 pyramid of paper 000 (Sathya et al., "Matrix-Free Delassus Operations"), each with the 0.1 m
 boxes of `scenes` and with unit boxes (half extent 0.5 m, 1 kg); a 30-box vertical stack; G1
-lying on the floor after falling from standing (pitched forward); three G1 on the pyramid
-(`scenes.pyramid_with_robots`, ours only). Each scene first settles (default 2 s; G1 and the
-robots on the pyramid 3 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
-same boxes, masses, friction and dt, settled the same time) in alternating blocks of 100 steps
+lying on the floor after falling from standing (pitched forward) and G1 falling (0.3 s after
+release); Go2 standing on its joint PD (`scenes.quadruped`) and trotting in place (the PD's
+targets on a 0.4 s diagonal gait, `trot_reference`; measured from 2 s on, i.e. 2.5 gait cycles
+per 1000 steps); three G1 on the pyramid (`scenes.pyramid_with_robots`; chaotic: the two
+simulators' piles differ after the landing). Each scene first settles (default 2 s; G1 lying and
+the robots on the pyramid 3 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
+same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint PD (as MuJoCo
+position actuators with the same gains, rotor inertias and effort limits), settled the same
+time) in alternating blocks of 100 steps
 so that machine noise hits both alike. Per scene: contacts, ADMM iterations mean / p95 / max,
 % of steps at the iteration cap, our step mean / median / p95, MuJoCo's mean / median, the
 ratio of the means, and our per-phase means. JSON and an iteration histogram under
@@ -64,33 +69,188 @@ def g1_world():
     return b.build()
 
 
-def g1_mujoco():
+def mujoco_urdf(path, dirs):
+    """MjSpec of a URDF of example-robot-data (package:// mesh paths resolved in `dirs[0]`)."""
     import mujoco
-    path, dirs = models.robot_path("g1")
     spec = mujoco.MjSpec.from_file(path)
-    spec.strippath = True
-    spec.meshdir = os.path.join(os.path.dirname(os.path.dirname(path)), "meshes")
-    root = spec.body("pelvis")
-    root.add_freejoint()
-    root.pos = [0, 0, 0.9]
-    root.quat = [G1_QUAT[3], G1_QUAT[0], G1_QUAT[1], G1_QUAT[2]]
-    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1], friction=[MU, 0.005, 0.0001])
+    for m in spec.meshes:
+        m.file = m.file.replace("package://", dirs[0] + "/")
+    return spec
+
+
+def robot_mujoco(robot, world=None, self_collision=True, quat=G1_QUAT, height=0.9):
+    """MuJoCo model of `robot` (example-robot-data URDF, its convex-hull collision meshes, free
+    root, ground plane, elliptic cones, dt 1 ms). world: our world of the same robot, whose
+    joint PD (``world.actuation``, `simstep.control.JointPD`) and rotor inertias are copied as
+    position actuators (force = kp (ctrl − q) − kd v, clipped to the same effort limits; ctrl =
+    the PD target) and ``dof_armature``, and whose friction (robot, ground) is used; without it
+    the robot is unactuated at `height` with orientation `quat` (xyzw) and friction MU.
+    self_collision False: the robot's geoms get conaffinity 0 (they still touch the plane)."""
+    import mujoco
+    path, dirs = models.robot_path(robot)
+    spec = mujoco_urdf(path, dirs)
+    root = spec.bodies[1]
+    root.add_freejoint(name="root_joint")
+    root.pos = [0, 0, height]
+    root.quat = [quat[3], quat[0], quat[1], quat[2]]
+    mu = MU if world is None else float(world.geometries[0].friction)
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1], friction=[mu, 0.005, 0.0001])
+    pd = None if world is None else world.actuation
+    if pd is not None:
+        for j, iv, kp, kd, lim in zip(pd.joints, pd.iv, pd.kp, pd.kd, pd.limit):
+            name = j.split("/", 1)[1]
+            spec.joint(name).armature = float(world.model.armature[iv])
+            a = spec.add_actuator(name=name, target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            a.gainprm[0] = kp
+            a.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            a.biasprm[:3] = [0.0, -kp, -kd]
+            if np.isfinite(lim):
+                a.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+                a.forcerange = [-lim, lim]
     m = spec.compile()
     m.opt.timestep = DT
     m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    robot_geoms = m.geom_bodyid > 0
+    if world is not None:
+        m.geom_friction[robot_geoms, 0] = float(world.geometries[-1].friction)
+    if not self_collision:
+        m.geom_conaffinity[robot_geoms] = 0
     return m
+
+
+def g1_mujoco():
+    return robot_mujoco("g1")
+
+
+def mujoco_qpos(world, m, q, prefix=""):
+    """Our q as MuJoCo's qpos: each of our joints by name (MuJoCo's name is ours without
+    `prefix`); free joints: xyz, then the quaternion as wxyz."""
+    import mujoco
+    qpos = np.zeros(m.nq)
+    for name in world.model.joint_names:
+        iq = world.model.joint_q_index(name)
+        j = m.joint(name[len(prefix):] if name.startswith(prefix) else name)
+        a = j.qposadr[0]
+        if j.type[0] == mujoco.mjtJoint.mjJNT_FREE:
+            qpos[a:a + 3] = q[iq:iq + 3]
+            qpos[a + 3:a + 7] = q[[iq + 6, iq + 3, iq + 4, iq + 5]]
+        else:
+            qpos[a] = q[iq]
+    return qpos
+
+
+def mujoco_start(world, m, prefix=""):
+    """MjData at our world's initial state (q0 at rest), the PD targets as ctrl."""
+    import mujoco
+    d = mujoco.MjData(m)
+    d.qpos[:] = mujoco_qpos(world, m, world.q0, prefix)
+    pd = getattr(world, "actuation", None)
+    if pd is not None:
+        for k, j in enumerate(pd.joints):
+            d.ctrl[m.actuator(j[len(prefix):]).id] = pd.q_target[k]
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def trot_reference(pd, period=0.4):
+    """q*(t) of Go2 trotting in place on the standing PD `pd` (as `bench_collision.go2_trotting`):
+    the diagonal pairs FL+RR and FR+RL lifted in turn (thigh +0.35 rad, calf −0.7 rad on a half
+    sine of period `period` s)."""
+    base = pd.q_target.copy()
+    names = [j.split("/", 1)[1] for j in pd.joints]
+    phase = np.array([0.0 if n[:2] in ("FL", "RR") else 0.5 for n in names])
+    lift = np.array([0.35 if "thigh" in n else (-0.7 if "calf" in n else 0.0) for n in names])
+    return lambda t: base + lift * np.maximum(np.sin(2 * np.pi * (t / period - phase)), 0.0)
+
+
+def go2(trot):
+    """(our Go2 world, its MuJoCo factory): standing on the scene's joint PD, or trotting in
+    place (`trot_reference`); no self-collision in either simulator (as `scenes.quadruped`)."""
+    w = scenes.quadruped("go2")
+    ref = None
+    if trot:
+        ref = w.actuation.q_ref_fn = trot_reference(w.actuation)
+
+    def mujoco_factory():
+        m = robot_mujoco("go2", w, self_collision=False)
+        d = mujoco_start(w, m, "go2/")
+        if ref is None:
+            return m, d, None
+        ids = np.array([m.actuator(j.split("/", 1)[1]).id for j in w.actuation.joints])
+
+        def control(m, d):
+            d.ctrl[ids] = ref(d.time)
+        return m, d, control
+    return w, mujoco_factory
+
+
+def robots_on_pyramid():
+    """(`scenes.pyramid_with_robots()`, its MuJoCo factory): the same 30 boxes and three G1
+    (same initial q, no self-collision, robots collide with each other); MuJoCo combines
+    friction by max, ours by √(μ1 μ2): the robots' geoms get √(0.8·0.5) so that every pair
+    but robot-robot (0.8 here, 0.63 in MuJoCo) has our friction."""
+    w = scenes.pyramid_with_robots()
+
+    def mujoco_factory():
+        import mujoco
+        m = w.model
+        spec = mujoco.MjSpec()
+        spec.option.timestep = DT
+        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[50, 50, 0.1], friction=[MU, 0.005, 0.0001])
+        h = scenes.boxes.HALF
+        for name in m.joint_names:
+            if name.startswith("box"):
+                b = spec.worldbody.add_body(name=name)
+                b.add_freejoint(name=name)
+                b.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[h, h, h], mass=1.0, friction=[MU, 0.005, 0.0001])
+        robots = sorted({n.split("/", 1)[0] for n in m.joint_names if "/" in n})
+        path, dirs = models.robot_path("g1")
+        mu = float(np.sqrt(0.8 * MU))
+        for r, name in enumerate(robots):
+            child = mujoco_urdf(path, dirs)
+            child.bodies[1].add_freejoint(name="root_joint")
+            bit = 1 << (r + 1)
+            for g in child.geoms:
+                g.contype, g.conaffinity = bit, 0x7FFFFFFF & ~bit
+                g.friction = [mu, 0.005, 0.0001]
+            spec.worldbody.add_frame().attach_body(child.bodies[1], name + "/", "")
+        mm = spec.compile()
+        return mm, mujoco_start(w, mm), None
+    return w, mujoco_factory
+
+
+def mjcf_factory(mjcf):
+    def make():
+        import mujoco
+        m = mujoco.MjModel.from_xml_string(mjcf)
+        return m, mujoco.MjData(m), None
+    return make
+
+
+def g1_factory():
+    import mujoco
+    m = g1_mujoco()
+    return m, mujoco.MjData(m), None
+
+
+def box_case(shape, layers, half):
+    w, mjcf = box_scene(shape, layers, half)
+    return w, mjcf_factory(mjcf)
 
 
 # name: (builder of (our world, MuJoCo model or None), settle seconds, description)
 SCENES = {
-    "triangle": (lambda: box_scene("triangle", 4, 0.1), 2.0, "10-box triangle pyramid, 0.1 m boxes"),
-    "triangle_unit": (lambda: box_scene("triangle", 4, 0.5), 2.0, "10-box triangle pyramid, unit boxes"),
-    "square": (lambda: box_scene("square", 4, 0.1), 2.0, "30-box square pyramid (paper 000), 0.1 m boxes"),
-    "square_unit": (lambda: box_scene("square", 4, 0.5), 2.0, "30-box square pyramid, unit boxes"),
-    "stack": (lambda: box_scene("stack", 30, 0.1), 2.0, "30-box vertical stack"),
-    "g1_lying": (lambda: (g1_world(), "g1"), 3.0, "G1 lying on the floor after a fall"),
-    "g1_falling": (lambda: (g1_world(), "g1"), 0.3, "G1 falling (transient: 0.3 s after release, then the steps)"),
-    "robots_on_pyramid": (lambda: (scenes.pyramid_with_robots(), None), 3.0, "three G1 on the 30-box pyramid"),
+    "triangle": (lambda: box_case("triangle", 4, 0.1), 2.0, "10-box triangle pyramid, 0.1 m boxes"),
+    "triangle_unit": (lambda: box_case("triangle", 4, 0.5), 2.0, "10-box triangle pyramid, unit boxes"),
+    "square": (lambda: box_case("square", 4, 0.1), 2.0, "30-box square pyramid (paper 000), 0.1 m boxes"),
+    "square_unit": (lambda: box_case("square", 4, 0.5), 2.0, "30-box square pyramid, unit boxes"),
+    "stack": (lambda: box_case("stack", 30, 0.1), 2.0, "30-box vertical stack"),
+    "g1_lying": (lambda: (g1_world(), g1_factory), 3.0, "G1 lying on the floor after a fall"),
+    "g1_falling": (lambda: (g1_world(), g1_factory), 0.3, "G1 falling (transient: 0.3 s after release, then the steps)"),
+    "go2_standing": (lambda: go2(False), 2.0, "Go2 standing, joint PD"),
+    "go2_trotting": (lambda: go2(True), 2.0, "Go2 trotting in place (joint PD on a 0.4 s gait; 2 s, then the steps)"),
+    "robots_on_pyramid": (robots_on_pyramid, 3.0, "three G1 on the 30-box pyramid"),
 }
 
 
@@ -114,12 +274,13 @@ def measure(name, settle, steps, block, fresh):
     settle = settle_default if settle is None else settle
     world, mj = build()
     sim = settled(name, world, settle, fresh)
-    mjm = mjd = None
+    mjm = mjd = control = None
     if mj is not None:
         import mujoco
-        mjm = g1_mujoco() if mj == "g1" else mujoco.MjModel.from_xml_string(mj)
-        mjd = mujoco.MjData(mjm)
+        mjm, mjd, control = mj()
         for _ in range(int(round(settle / DT))):
+            if control is not None:
+                control(mjm, mjd)
             mujoco.mj_step(mjm, mjd)
     cap = sim.admm.settings.max_iter
     ours, theirs, its, ncs, conv = [], [], [], [], []
@@ -139,6 +300,8 @@ def measure(name, settle, steps, block, fresh):
                 phases[k].append(getattr(st, k))
         if mjm is not None:
             for _ in range(n):
+                if control is not None:     # the trot's targets (numpy), outside the timing
+                    control(mjm, mjd)
                 t0 = time.perf_counter()
                 mujoco.mj_step(mjm, mjd)
                 theirs.append(time.perf_counter() - t0)

@@ -310,7 +310,7 @@ def test_diagonal_scaling_on_a_falling_humanoid(name):
     G, g, cones, x0, L, blocks = falling_problem(name)
     runs = {}
     for p in (0.0, 0.35, 0.5):
-        s = ADMMSolver(ADMMSettings(max_iter=1500, scaling=p))
+        s = ADMMSolver(ADMMSettings(max_iter=1500, scaling=p, anderson=0))   # the plain iteration
         runs[p] = s.solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
     assert not runs[0.0].converged
     assert runs[0.35].converged and runs[0.35].iterations < 300
@@ -362,3 +362,46 @@ def test_operator_state_is_reused_while_the_operator_arrays_are_the_same():
     a = ADMMSolver(ADMMSettings(polish=False)).solve(op, p.g, p.cones)
     b = ADMMSolver(ADMMSettings(polish=False)).solve(p.matrix_free(), p.g, p.cones)
     assert a.iterations == b.iterations > 1 and np.array_equal(a.lam, b.lam)
+
+
+@pytest.mark.parametrize("name", ["a", "b"])
+def test_anderson_acceleration_on_a_falling_humanoid(name):
+    """Safeguarded Anderson acceleration (`solvers.admm.anderson_update`, the default memory 10)
+    on the saved falling-G1 problems: the same contact law is met (independent KKT check on the
+    dense G, impulses in their cones) in fewer iterations than the plain iteration (measured
+    plain 171 and 169, accelerated 71 and 65)."""
+    G, g, cones, x0, L, blocks = falling_problem(name)
+    plain = ADMMSolver(ADMMSettings(anderson=0)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
+    fast = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
+    assert ADMMSettings().anderson == 10
+    assert plain.converged and fast.converged and fast.iterations < 0.5 * plain.iterations
+    assert kkt_violation(G, g, blocks, fast.lam) < 2e-6
+    assert np.abs(fast.lam - cones.project(fast.lam)).max() <= 1e-15
+
+
+def test_anderson_step_is_the_least_squares_mixture():
+    """`anderson_step` against dense linear algebra: γ = argmin ‖f − ΔF γ‖² + ridge tr(ΔFᵀΔF)‖γ‖²
+    (numpy's lstsq on the stacked ridge system), out = g − ΔG γ; a weight beyond wmax or a
+    singular system is refused and leaves out untouched; `spd_solve` equals numpy's solve."""
+    from solvers.admm import anderson_step, spd_solve
+    rng = np.random.default_rng(3)
+    mem, n, ridge = 4, 30, 1e-6
+    dF, dG = rng.normal(size=(mem, n)), rng.normal(size=(mem, n))
+    f, gk = rng.normal(size=n), rng.normal(size=n)
+    out = np.empty(n)
+    assert anderson_step(dF, dG, dF @ dF.T, 3, f, gk, ridge, 1e4, out)
+    A = dF[:3].T
+    tr = np.trace(A.T @ A)
+    gam = np.linalg.lstsq(np.vstack([A, np.sqrt(ridge * tr) * np.eye(3)]), np.concatenate([f, np.zeros(3)]),
+                          rcond=None)[0]
+    assert np.allclose(out, gk - dG[:3].T @ gam, rtol=1e-10, atol=1e-12)
+    out[:] = 7.0
+    assert not anderson_step(dF, dG, dF @ dF.T, 3, f, gk, ridge, 1e-3 * np.abs(gam).min(), out)
+    assert not anderson_step(np.zeros((mem, n)), dG, np.zeros((mem, mem)), 2, f, gk, ridge, 1e4, out)
+    assert np.all(out == 7.0)
+    M = rng.normal(size=(5, 5))
+    M = M @ M.T + 5 * np.eye(5)
+    b = rng.normal(size=5)
+    x = b.copy()
+    assert spd_solve(M.copy(), x) and np.allclose(x, np.linalg.solve(M, b), rtol=1e-12)
+    assert not spd_solve(-np.eye(3), np.ones(3))

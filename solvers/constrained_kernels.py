@@ -21,7 +21,6 @@ in the caller's `scratch` (4, 6, 6)) and call only each other, inlined helpers, 
 every kernel they call, so kernels that call `models` kernels (`prepare_kernel`) keep it.
 """
 from collections import namedtuple
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -41,7 +40,7 @@ from models.layout import JF_SIZE, JI_SIZE
 
 from .constraints import rows_kernel
 from .delassus_kernels import gather_kernel
-from .packed import named_result, slots, view1, view2, view3
+from .packed import slots, view1, view2, view3
 
 # kernels that allocate nothing: no reference counting (numba's private `_nrt` option), no
 # division-by-zero checks (error_model "numpy": inf/nan as in NumPy), and two of LLVM's fast-math
@@ -794,50 +793,32 @@ def _pv(p, gravity, tau, qdd, lam):
     return OK, it, res
 
 
-class ConstrainedResult(NamedTuple):
-    """a (nv,) joint accelerations; lam (m,) constraint forces (M a = τ − c + Jᵀ lam);
-    iterations: proximal (primal) solves; residual: ‖J a + γ − a_ref‖∞."""
-    a: np.ndarray
-    lam: np.ndarray
-    iterations: int
-    residual: float
-
-
-@njit(cache=True, inline="always")
-def _result(qdd, lam, status, it, res):
-    """The `ConstrainedResult` a prepared call returns (made in C, `packed.named_result`); a status
-    other than OK is returned as iterations = −status."""
-    return named_result(ConstrainedResult, (qdd, lam, it if status == OK else -status, res))
-
-
 @njit(**_NOREF)
 def caba_solve_kernel(fw, iw, q, v, tau, a_ref, qdd, lam):
     """One prepared constrainedABA call (paper 002 Alg. 3; unary rows): the input checks (status
     BAD_* before anything is written), `prepare_kernel`, `caba_kernel` from λ⁰ = 0 with the
     settings of the packed workspace. qdd (nv,), lam (m,) out, lam in this code base's sign
-    (M q̈ = τ − c + Jᵀ lam). Returns `ConstrainedResult(qdd, lam, iterations, residual)`, with
-    iterations = −status when status is not OK."""
+    (M q̈ = τ − c + Jᵀ lam). Returns (status, iterations, residual)."""
     p = packed_views(fw, iw)
     status = _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam)
     if status != OK:
-        return _result(qdd, lam, status, 0, np.inf)
+        return status, 0, np.inf
     _prepare(p, p.gravity, q, v, a_ref)
-    status, it, res = _caba(p, p.gravity, tau, qdd, lam)
-    return _result(qdd, lam, status, it, res)
+    return _caba(p, p.gravity, tau, qdd, lam)
 
 
-# the proxPV entries take their arrays without reference counting (no meminfo made per argument);
-# `pv_kernel` allocates (the dense Cholesky) and keeps it (`_nrt=True`, not inherited)
+# the proxPV entries take their arrays without reference counting (no meminfo made per argument,
+# no atomic pair per view of the packed workspace); `pv_kernel` allocates (the dense Cholesky) and
+# keeps it (`_nrt=True`, not inherited)
 @njit(cache=True, _nrt=False)
 def pv_solve_kernel(fw, iw, q, v, tau, a_ref, qdd, lam):
     """`caba_solve_kernel` by proxPV (paper 002 Alg. 4, `pv_kernel`; every row kind)."""
     p = packed_views(fw, iw)
     status = _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam)
     if status != OK:
-        return _result(qdd, lam, status, 0, np.inf)
+        return status, 0, np.inf
     _prepare(p, p.gravity, q, v, a_ref)
-    status, it, res = _pv(p, p.gravity, tau, qdd, lam)
-    return _result(qdd, lam, status, it, res)
+    return _pv(p, p.gravity, tau, qdd, lam)
 
 
 @njit(cache=True, inline="always")
@@ -860,12 +841,10 @@ def caba_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
     ½ ‖Δv‖²_M subject to J(q) (v_free + Δv) = −corr, by the same proximal iterations (paper 002
     Eq. 2 with a_free = 0, no velocity or gravity terms, and the desired constraint
     "accelerations" −(J v_free + corr)). dv (nv,), lam (m,) out: M Δv = Jᵀ lam (impulses, N·s).
-    q, v_free, corr are trusted (the simulator's state). Returns `ConstrainedResult(dv, lam,
-    iterations, residual)` (iterations = −SINGULAR if some Dᵢ is not positive definite)."""
+    q, v_free, corr are trusted (the simulator's state). Returns (status, iterations, residual)."""
     p = packed_views(fw, iw)
     _impulse_problem(p, q, v_free, corr)
-    status, it, res = _caba(p, p.zero3, p.zero_nv, dv, lam)
-    return _result(dv, lam, status, it, res)
+    return _caba(p, p.zero3, p.zero_nv, dv, lam)
 
 
 @njit(cache=True, _nrt=False)
@@ -873,15 +852,13 @@ def pv_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
     """`caba_impulse_kernel` by proxPV (every row kind)."""
     p = packed_views(fw, iw)
     _impulse_problem(p, q, v_free, corr)
-    status, it, res = _pv(p, p.zero3, p.zero_nv, dv, lam)
-    return _result(dv, lam, status, it, res)
+    return _pv(p, p.zero3, p.zero_nv, dv, lam)
 
 
 @njit(cache=True, _nrt=False)
 def refresh_kernel(fw, iw, jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg):
     """The model's and the constraint set's arrays copied into the packed workspace again (in one
-    call: the one-shot functions refresh their cached prepared object every time). Without
-    reference counting: 13 arrays taken without a meminfo each, views made without an atomic pair."""
+    call: the one-shot functions refresh their cached prepared object every time)."""
     p = packed_views(fw, iw)
     for dst, src in ((p.jint, jint), (p.cb_body, cb_body)):
         for i in range(src.shape[0]):

@@ -7,10 +7,6 @@ an atomic reference-count pair, and a namedtuple of arrays costs one unboxing pe
 kernels make their arrays as views of fw/iw (`view1`, `view2`, `view3`: free, and dropped by the
 compiler when unused) and can be compiled without numba's reference counting.
 
-A prepared call returns its result record (a NamedTuple of the caller's module) made by the
-compiled call itself (`named_result`): built in C from the kernel's values, where making it in
-Python (`tuple.__new__(cls, values)` on the kernel's tuple) cost 0.1 µs a call.
-
 Layout: iw starts with the sizes (one slot per size name), then one offset per field (in the
 order of the field list), each into fw or iw as the field's kind ("f" or "i") says.
 """
@@ -18,11 +14,9 @@ from collections import namedtuple
 
 import numba
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import box, intrinsic, models, register_model
+from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 
@@ -109,66 +103,3 @@ def view2(w, iw, slot, a, b):
 def view3(w, iw, slot, a, b, c):
     """Field `slot` of w as an (a, b, c) array."""
     return packed_view(w, iw[slot], (a, b, c))
-
-
-class NamedResult(types.Type):
-    """The numba type of a NamedTuple instance (`instance_class`) of the given member types that
-    a compiled call returns: boxed in C (`_box_named_result`), without the class's Python-level
-    constructor that numba's own namedtuple boxing calls. Made by `named_result` only."""
-
-    def __init__(self, instance_class, members):
-        self.instance_class = instance_class
-        self.members = tuple(members)
-        super().__init__(name=f"NamedResult({instance_class.__module__}.{instance_class.__qualname__}, "
-                              f"{self.members})")
-
-
-@register_model(NamedResult)
-class _NamedResultModel(models.StructModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, [(f"f{k}", t) for k, t in enumerate(fe_type.members)])
-
-
-@intrinsic
-def named_result(typingctx, cls, values):
-    """cls(*values) as a `NamedResult`, cls a NamedTuple class (a global of the kernel's module),
-    values a tuple of as many members (arrays are returned as the caller's own objects)."""
-    if not (isinstance(cls, types.NamedTupleClass) and isinstance(values, types.BaseTuple)
-            and len(values) == len(cls.instance_class._fields)):
-        return None
-    retty = NamedResult(cls.instance_class, values.types)
-
-    def codegen(context, builder, sig, args):
-        out = cgutils.create_struct_proxy(retty)(context, builder)
-        for k in range(len(values)):
-            setattr(out, f"f{k}", builder.extract_value(args[1], k))
-        return impl_ret_borrowed(context, builder, retty, out._getvalue())
-    return retty(cls, values), codegen
-
-
-@box(NamedResult)
-def _box_named_result(typ, val, c):
-    """PyType_GenericAlloc(cls, n) and PyTuple_SetItem of each boxed member (a NamedTuple is a
-    tuple subclass: its items are the tuple's); NULL (the Python error set) if a step fails."""
-    pyobj, ssize = c.pyapi.pyobj, c.pyapi.py_ssize_t
-    alloc = cgutils.get_or_insert_function(c.builder.module, ir.FunctionType(pyobj, [pyobj, ssize]),
-                                           "PyType_GenericAlloc")
-    setitem = cgutils.get_or_insert_function(c.builder.module, ir.FunctionType(ir.IntType(32), [pyobj, ssize, pyobj]),
-                                             "PyTuple_SetItem")
-    cls = c.env_manager.read_const(c.env_manager.add_const(typ.instance_class))
-    s = cgutils.create_struct_proxy(typ)(c.context, c.builder, value=val)
-    items = [c.box(t, getattr(s, f"f{k}")) for k, t in enumerate(typ.members)]
-    boxed = cgutils.true_bit
-    for item in items:
-        boxed = c.builder.and_(boxed, cgutils.is_not_null(c.builder, item))
-    res = cgutils.alloca_once_value(c.builder, cgutils.get_null_value(pyobj))
-    with c.builder.if_then(boxed, likely=True):
-        obj = c.builder.call(alloc, [cls, ssize(len(items))])
-        with c.builder.if_then(cgutils.is_not_null(c.builder, obj), likely=True):
-            for k, item in enumerate(items):
-                c.builder.call(setitem, [obj, ssize(k), item])      # steals item
-            c.builder.store(obj, res)
-    with c.builder.if_then(cgutils.is_null(c.builder, c.builder.load(res)), likely=False):
-        for item in items:
-            c.pyapi.decref(item)                                      # Py_DecRef: NULL-safe
-    return c.builder.load(res)

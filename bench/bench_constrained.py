@@ -3,8 +3,8 @@
 constrainedABA (prepared: `solvers.ConstrainedDynamics(...).solve(q, v, tau, out=(a, lam))`, one
 compiled call that allocates nothing; one-shot: the function `solvers.constrained_aba`), proxPV (`solvers.prox_pv`) and the dense proxLTL
 (`solvers.prox_ltl`: CRBA, LTL, explicit Λ⁻¹, Cholesky) on the paper's robots and constraint
-sets as close as example-robot-data allows: a 7-dof arm (Panda, 9 dofs with its fingers, for
-the paper's Iiwa) with a 3D / 6D hand constraint; Solo-12 with 2 and 3 feet in 3D contact;
+sets as close as example-robot-data allows: a 7-dof arm (Panda with its two finger
+joints locked, for the paper's Iiwa) with a 3D / 6D hand constraint; Solo-12 with 2 and 3 feet in 3D contact;
 Talos (50 dofs) with both feet welded, then plus both hands; for the paper's Atlas with two
 Shadow hands (84 dofs), Talos with feet welded and 5 / 10 fingertip and gripper-link 3D
 constraints. All three get μ = 1e6, tol = 0, max_iter = 3 (three proximal iterations), a
@@ -25,7 +25,9 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
+import tempfile
 import time
 import warnings
 
@@ -45,14 +47,25 @@ PAPER = {"arm H3": (0.97, 0.95, 0.99, 1.51), "arm H6": (1.02, 1.33, 1.0, 2.0),
          "solo F3x2": (1.81, 2.11, 2.06, 3.08), "solo F3x3": (2.25, 2.84, 2.27, 4.06),
          "talos F6x2": (5.02, 6.27, 7.14, 10.2), "talos F6x2 H6x2": (6.21, 8.84, 7.57, 14.5),
          "humanoid F6x2 T3x5": (7.90, 9.56, 13.4, 17.7), "humanoid F6x2 T3x10": (11.7, 20.8, 15.0, 36.8)}
+LOCK = {"panda": ("panda_finger_joint1", "panda_finger_joint2")}   # joints made fixed: a 7-dof arm
 FINGERS = [f"gripper_{s}_{k}_link" for k in ("fingertip_1", "fingertip_2", "fingertip_3", "inner_double",
                                                 "inner_single") for s in ("left", "right")]
 
 
-def _load(name, floating=True):
+def _load(name, floating=True, lock=()):
+    """The example-robot-data robot `name`; the joints named in `lock` made fixed (at 0)."""
     path, dirs = models.robot_path(name)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), tempfile.TemporaryDirectory() as tmp:
         warnings.simplefilter("ignore")
+        if lock:
+            xml = open(path).read()
+            for j in lock:
+                xml, n = re.subn(rf'(<joint\s+name="{j}"\s+type=")\w+(")', r"\1fixed\2", xml)
+                if n != 1:
+                    raise ValueError(f"{name}: no joint '{j}' to lock")
+            path = os.path.join(tmp, os.path.basename(path))
+            with open(path, "w") as f:
+                f.write(xml)
         return models.load_urdf(path, floating_base=floating, package_dirs=dirs)
 
 
@@ -65,7 +78,7 @@ def point(body, offset=(0.0, 0.0, 0.0)):
 
 
 def scenarios():
-    arm = _load("panda", floating=False)
+    arm = _load("panda", floating=False, lock=LOCK["panda"])
     solo = _load("solo12")
     talos = _load("talos_full")
     feet = [weld("leg_left_6_link"), weld("leg_right_6_link")]
@@ -94,6 +107,9 @@ def pinocchio_lcaba(label, model, cons):
         warnings.simplefilter("ignore")
         pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if model.jtype[0] == models.FREE else \
             pin.buildModelFromUrdf(path)
+    locked = [pm.getJointId(j) for j in LOCK.get(ROBOT[label.split()[0]], ())]
+    if locked:        # the joints our model has fixed, locked at 0
+        pm = pin.buildReducedModel(pm, locked, pin.neutral(pm))
     pd = pm.createData()
     cms = []
     for c in cons:

@@ -289,14 +289,18 @@ def articulate_kernel(jint, armature, S, H, tau, K, krow, lptr, lidx, dof, sg, j
     sweep: Uᵢ = Iᴬᵢ Sᵢ, Dᵢ = Lcᵢ Lcᵢᵀ, uᵢ = τᵢ − Sᵢᵀ pᴬᵢ, and the parent's Iᴬ, pᴬ. With
     μ = 0 and λ = 0 this is the plain ABA (the PV algorithm's first two sweeps).
     Link entries: for j in lptr[i]:lptr[i+1], row krow[lidx[j]] with spatial row K[lidx[j]].
-    scratch (4, 6, 6): temporaries. Returns False if some Dᵢ is not positive definite."""
+    H may be IA itself (the prepared calls' kinematics write H there): Iᴬ then starts as H in
+    place, without the copy. scratch (4, 6, 6): temporaries. Returns False if some Dᵢ is not
+    positive definite."""
     n = jint.shape[0]
     D, W = scratch[0], scratch[1]
     y, h = scratch[2, 0], scratch[2, 1]
+    copy = H.ctypes.data != IA.ctypes.data
     for i in range(n):
-        for a in range(6):
-            for b in range(6):
-                IA[i, a, b] = H[i, a, b]
+        if copy:
+            for a in range(6):
+                for b in range(6):
+                    IA[i, a, b] = H[i, a, b]
         for j in range(lptr[i], lptr[i + 1]):
             x = lidx[j]
             r = krow[x]
@@ -511,7 +515,7 @@ def _item_rows(kA, kB, it_row, it_side, KI):
             KI[x, a] = kA[r, a] if it_side[x] == 0 else (kB[r, a] if it_side[x] == 1 else 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)
 def pv_kernel(jint, armature, gravity, S, H, tau, la, lb, kA, kB, dof, sg, kref, it_row, it_side, lo, hi, lptr,
               lidx, jrow, se, mu, tol, max_iter, c, pA, IA, U, Lc, u, du, dpA, KI, Wk, Zk, L, C, l, tmp, lam, qdd,
               acc, scratch):
@@ -679,7 +683,7 @@ PACKED_FIELDS = (
     ("pv_lptr", "i", ("n1",)), ("own", "i", ("no",)), ("pv_se", "i", ("n",)),
     # workspaces
     ("la", "i", ("m",)), ("lb", "i", ("m",)), ("oR", "f", ("n", 3, 3)), ("op", "f", ("n", 3)),
-    ("S", "f", (6, "nv")), ("H", "f", ("n", 6, 6)), ("kA", "f", ("m", 6)), ("kB", "f", ("m", 6)),
+    ("S", "f", (6, "nv")), ("kA", "f", ("m", 6)), ("kB", "f", ("m", 6)),
     ("vel", "f", ("n", 6)), ("c", "f", ("n", 6)), ("pA", "f", ("n", 6)), ("dpA", "f", ("n", 6)),
     ("acc", "f", ("n", 6)), ("gk", "f", ("m",)), ("kref", "f", ("m",)), ("e", "f", ("m",)),
     ("IA", "f", ("n", 6, 6)), ("Lc", "f", ("n", 6, 6)), ("U", "f", (6, "nv")), ("u", "f", ("nv",)),
@@ -710,7 +714,7 @@ def packed_views(fw, iw):
         view1(iw, iw, SLOT.hi, n), view1(iw, iw, SLOT.pv_lptr, n + 1), view1(iw, iw, SLOT.own, no),
         view1(iw, iw, SLOT.pv_se, n),
         view1(iw, iw, SLOT.la, m), view1(iw, iw, SLOT.lb, m), view3(fw, iw, SLOT.oR, n, 3, 3), view2(fw, iw, SLOT.op, n, 3),
-        view2(fw, iw, SLOT.S, 6, nv), view3(fw, iw, SLOT.H, n, 6, 6), view2(fw, iw, SLOT.kA, m, 6),
+        view2(fw, iw, SLOT.S, 6, nv), view2(fw, iw, SLOT.kA, m, 6),
         view2(fw, iw, SLOT.kB, m, 6),
         view2(fw, iw, SLOT.vel, n, 6), view2(fw, iw, SLOT.c, n, 6), view2(fw, iw, SLOT.pA, n, 6),
         view2(fw, iw, SLOT.dpA, n, 6), view2(fw, iw, SLOT.acc, n, 6), view1(fw, iw, SLOT.gk, m),
@@ -753,8 +757,10 @@ def _check_inputs(iw, p, q, v, tau, a_ref, qdd, lam):
 
 @njit(cache=True, inline="always")
 def _prepare(p, gravity, q, v, a_ref):
+    """`prepare_kernel` on the packed workspace; the world inertias H go into IA, where
+    `articulate_kernel` starts Iᴬ from them without a copy."""
     prepare_kernel(p.jint, p.jfloat, gravity, q, v, p.cb_kind, p.cb_row, p.cb_nrows, p.cb_body, p.cb_f, p.dof,
-                   a_ref, p.oR, p.op, p.S, p.H, p.la, p.lb, p.kA, p.kB, p.vel, p.c, p.pA, p.gk, p.kref, p.scratch)
+                   a_ref, p.oR, p.op, p.S, p.IA, p.la, p.lb, p.kA, p.kB, p.vel, p.c, p.pA, p.gk, p.kref, p.scratch)
 
 
 @njit(cache=True, inline="always")
@@ -762,7 +768,7 @@ def _caba(p, gravity, tau, qdd, lam):
     """`caba_kernel` on the packed workspace from λ⁰ = 0; lam in this code base's sign on exit."""
     for r in range(lam.shape[0]):
         lam[r] = 0.0
-    it, res = caba_kernel(p.jint, p.armature, gravity, p.S, p.H, tau, _rows_tuple(p), p.kA, p.krow, p.dof, p.sg,
+    it, res = caba_kernel(p.jint, p.armature, gravity, p.S, p.IA, tau, _rows_tuple(p), p.kA, p.krow, p.dof, p.sg,
                           p.kref, p.lptr, p.lrow, p.jrow, p.se, p.settings[SET_MU], p.settings[SET_TOL],
                           int(p.settings[SET_MAX_ITER]), p.c, p.pA, p.IA, p.U, p.Lc, p.u, p.du, p.dpA, p.qprev, p.e,
                           qdd, p.acc, lam, p.scratch)
@@ -776,7 +782,7 @@ def _caba(p, gravity, tau, qdd, lam):
 @njit(cache=True, inline="always")
 def _pv(p, gravity, tau, qdd, lam):
     """`pv_kernel` on the packed workspace; lam in this code base's sign on exit."""
-    it, res = pv_kernel(p.jint, p.armature, gravity, p.S, p.H, tau, p.la, p.lb, p.kA, p.kB, p.dof, p.sg, p.kref,
+    it, res = pv_kernel(p.jint, p.armature, gravity, p.S, p.IA, tau, p.la, p.lb, p.kA, p.kB, p.dof, p.sg, p.kref,
                         p.it_row, p.it_side, p.lo, p.hi, p.pv_lptr, p.own, p.jrow, p.pv_se, p.settings[SET_MU],
                         p.settings[SET_TOL], int(p.settings[SET_MAX_ITER]), p.c, p.pA, p.IA, p.U, p.Lc, p.u, p.du,
                         p.dpA, p.KI, p.Wk, p.Zk, p.L, p.C, p.l, p.tmp, lam, qdd, p.acc, p.scratch)
@@ -801,7 +807,10 @@ def caba_solve_kernel(fw, iw, q, v, tau, a_ref, qdd, lam):
     return _caba(p, p.gravity, tau, qdd, lam)
 
 
-@njit(cache=True)
+# the proxPV entries take their arrays without reference counting (no meminfo made per argument,
+# no atomic pair per view of the packed workspace); `pv_kernel` allocates (the dense Cholesky) and
+# keeps it (`_nrt=True`, not inherited)
+@njit(cache=True, _nrt=False)
 def pv_solve_kernel(fw, iw, q, v, tau, a_ref, qdd, lam):
     """`caba_solve_kernel` by proxPV (paper 002 Alg. 4, `pv_kernel`; every row kind)."""
     p = packed_views(fw, iw)
@@ -838,7 +847,7 @@ def caba_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
     return _caba(p, p.zero3, p.zero_nv, dv, lam)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pv_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
     """`caba_impulse_kernel` by proxPV (every row kind)."""
     p = packed_views(fw, iw)
@@ -846,7 +855,7 @@ def pv_impulse_kernel(fw, iw, q, v_free, corr, dv, lam):
     return _pv(p, p.zero3, p.zero_nv, dv, lam)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def refresh_kernel(fw, iw, jint, jfloat, armature, gravity, cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg):
     """The model's and the constraint set's arrays copied into the packed workspace again (in one
     call: the one-shot functions refresh their cached prepared object every time)."""

@@ -7,6 +7,8 @@ finite differences of that J along q(t) = q ⊕ t v. Full-rank sets: the KKT sys
 (λ ← (G + I/μ)⁻¹ (λ/μ − b), G = J M⁻¹ Jᵀ) run to convergence, which give the minimum-norm
 multipliers that every proximal method started at λ = 0 converges to.
 """
+import sys
+
 import numpy as np
 import pytest
 
@@ -340,6 +342,13 @@ def test_prepared_out_and_refresh(algorithm):
     a, lam = np.full(model.nv, np.nan), np.full(cd.m, np.nan)
     r2 = cd.solve(q, v, tau, out=(a, lam))
     assert r2.a is a and r2.lam is lam and np.array_equal(a, r.a) and np.array_equal(lam, r.lam)
+    # the record is made by the compiled call: a real ConstrainedResult, Python scalars, no leaked references
+    assert type(r2) is solvers.ConstrainedResult and r2 == (a, lam, r.iterations, r.residual)
+    assert type(r2.iterations) is int and r2.iterations >= 1 and type(r2.residual) is float
+    refs = sys.getrefcount(a), sys.getrefcount(lam)
+    for _ in range(50):
+        cd.solve(q, v, tau, out=(a, lam))
+    assert (sys.getrefcount(a), sys.getrefcount(lam)) == refs
     a[:], lam[:] = 7.0, 7.0
     for bad in ((a,), (a, lam[:-1]), (a.astype(np.float32), lam), (a, lam.reshape(1, -1)), 3.0):
         with pytest.raises(ValueError, match="out"):

@@ -164,13 +164,20 @@ def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_pr
         rd = max(rd, abs(mu_prox * dx + trho * dy))
         xn = max(xn, max(abs(x[r]), abs(y[r])))
         zn = max(zn, abs(z[r]))
+    next_rhs_kernel(kind, start, param, g, x, y, z, trho, mu_prox, ncp, rhs, s)
+    return rp, rd, xn, zn
+
+
+@njit(cache=True, inline="always")
+def next_rhs_kernel(kind, start, param, g, x, y, z, trho, mu_prox, ncp, rhs, s):
+    """Step 1 and the next solve's right-hand side: s = s(z) (the De Saxcé term; 0 for the
+    convex relaxation), rhs = −(g + s) + τρ y + μ_prox x + z (m,)."""
     if ncp:
         desaxce_kernel(kind, start, param, z, s)
     else:
         s[:] = 0.0
-    for r in range(m):
+    for r in range(g.shape[0]):
         rhs[r] = -(g[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
-    return rp, rd, xn, zn
 
 
 @njit(cache=True, inline="always")
@@ -448,12 +455,7 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
         project_kernel(kind, start, size, param, t, y)
         for r in range(m):
             z[r] = trho * (y[r] - t[r])
-        if ncp:
-            desaxce_kernel(kind, start, param, z, s)
-        else:
-            s[:] = 0.0
-        for r in range(m):
-            rhs[r] = -(g[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
+        next_rhs_kernel(kind, start, param, g, x, y, z, trho, mu_prox, ncp, rhs, s)
     return count, head, have_prev, last, fn_prev
 
 

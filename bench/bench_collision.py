@@ -206,34 +206,6 @@ def run(number, rounds):
 ROBOT_MARGIN = 2e-3   # the simulator's default detection margin
 
 
-def mujoco_robot(robot, self_collision):
-    """MuJoCo model of `robot` (example-robot-data URDF, free root, ground plane); without
-    self-collision the robot's geoms get conaffinity 0 (they still touch the plane)."""
-    import mujoco
-    path, dirs = models.robot_path(robot)
-    spec = mujoco.MjSpec.from_file(path)
-    for m in spec.meshes:
-        m.file = m.file.replace("package://", dirs[0] + "/")
-    spec.bodies[1].add_freejoint()
-    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[10, 10, 0.1])
-    m = spec.compile()
-    if not self_collision:
-        robot_geoms = m.geom_bodyid > 0
-        m.geom_conaffinity[robot_geoms] = 0
-    return m
-
-
-def mujoco_qpos(world, robot, m, q):
-    """Our q (free joint xyz + quaternion xyzw, then the joints) as MuJoCo's qpos."""
-    qpos = np.zeros(m.nq)
-    qpos[:3] = q[:3]
-    qpos[3:7] = q[[6, 3, 4, 5]]
-    for name in world.model.joint_names[1:]:
-        j = m.joint(name.split("/", 1)[1])
-        qpos[j.qposadr[0]] = q[world.model.joint_q_index(name)]
-    return qpos
-
-
 def robot_states(only=None):
     """(name, robot, world, q) of the robot scenes (robot None: no MuJoCo model of the scene);
     only: the index of one of them, returned alone."""
@@ -257,25 +229,14 @@ def robot_states(only=None):
     return makers[only]() if only is not None else [m() for m in makers]
 
 
-TROT_PERIOD = 0.4     # s: one gait cycle of `go2_trotting`
-
-
 def go2_trotting(w, duration=0.75):
-    """Go2 trotting in place: the standing scene's joint PD (`scenes.quadruped`) with the
-    diagonal leg pairs FL+RR and FR+RL lifted in turn (thigh +0.35 rad, calf −0.7 rad on a
-    half sine, period `TROT_PERIOD`), simulated `duration` s at dt 1 ms from the standing
-    state; returns q then (mid-swing of FR+RL: two feet on the ground)."""
+    """Go2 trotting in place: the standing scene's joint PD (`scenes.quadruped`) on bench_step's
+    gait (`trot_reference`: the diagonal leg pairs FL+RR and FR+RL lifted in turn, period
+    0.4 s), simulated `duration` s at dt 1 ms from the standing state; returns q then
+    (mid-swing of FR+RL: two feet on the ground)."""
+    from bench.bench_step import trot_reference
     pd = w.actuation
-    base = pd.q_target.copy()
-    names = [j.split("/", 1)[1] for j in pd.joints]
-    phase = np.array([0.0 if n[:2] in ("FL", "RR") else 0.5 for n in names])
-    lift = np.array([0.35 if "thigh" in n else (-0.7 if "calf" in n else 0.0) for n in names])
-
-    def ref(t):
-        s = np.sin(2 * np.pi * (t / TROT_PERIOD - phase))
-        return base + lift * np.maximum(s, 0.0)
-
-    pd.q_ref_fn = ref
+    pd.q_ref_fn = trot_reference(pd)
     try:
         sim = simstep.Simulator(w, dt=1e-3)
         sim.run(int(round(duration / 1e-3)))
@@ -311,6 +272,7 @@ def _pair_types(det):
 
 def run_robots(number, rounds):
     import mujoco
+    from bench.bench_step import mujoco_qpos, robot_mujoco
     rows = []
     for name, robot, w, q in robot_states():
         for sc in (False, True):
@@ -329,10 +291,10 @@ def run_robots(number, rounds):
             dets["fixed"] = none
             fns = {k: (lambda d=d: d.detect(q)) for k, d in dets.items()}
             if robot is not None:
-                mjm = mujoco_robot(robot, sc)
+                mjm = robot_mujoco(robot, self_collision=sc)
                 mjm.geom_margin[:] = ROBOT_MARGIN / 2      # a pair's margin is the sum: the same as ours
                 mjd = mujoco.MjData(mjm)
-                mjd.qpos[:] = mujoco_qpos(w, robot, mjm, q)
+                mjd.qpos[:] = mujoco_qpos(w, mjm, q, robot + "/")
 
                 def mj_call():
                     mujoco.mj_kinematics(mjm, mjd)
@@ -459,6 +421,7 @@ def run_ab(baseline, number, repeat, rounds):
     import subprocess
     import tempfile
     import mujoco
+    from bench.bench_step import mujoco_qpos, robot_mujoco
     here = os.path.dirname(HERE)
     trees = {"base": os.path.abspath(baseline), "new": here}
     procs = {t: subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ab-worker"], cwd=p, text=True,
@@ -474,10 +437,10 @@ def run_ab(baseline, number, repeat, rounds):
         np.save(qpath, q)
         mj = None
         if robot is not None:
-            mjm = mujoco_robot(robot, name.endswith("-self"))
+            mjm = robot_mujoco(robot, self_collision=name.endswith("-self"))
             mjm.geom_margin[:] = ROBOT_MARGIN / 2
             mjd = mujoco.MjData(mjm)
-            mjd.qpos[:] = mujoco_qpos(det.world, robot, mjm, q)
+            mjd.qpos[:] = mujoco_qpos(det.world, mjm, q, robot + "/")
 
             def mj():
                 mujoco.mj_kinematics(mjm, mjd)

@@ -153,7 +153,7 @@ def mujoco_start(world, m, prefix=""):
 
 
 def trot_reference(pd, period=0.4):
-    """q*(t) of Go2 trotting in place on the standing PD `pd` (as `bench_collision.go2_trotting`):
+    """q*(t) of Go2 trotting in place on the standing PD `pd` (also `bench_collision.go2_trotting`'s):
     the diagonal pairs FL+RR and FR+RL lifted in turn (thigh +0.35 rad, calf −0.7 rad on a half
     sine of period `period` s)."""
     base = pd.q_target.copy()

@@ -28,13 +28,13 @@ def g1_world():
 
 
 def mujoco_g1(world, q, self_collision):
-    """MuJoCo's model of the same URDF (free root, ground plane; `bench_collision.mujoco_robot`),
+    """MuJoCo's model of the same URDF (free root, ground plane; `bench_step.robot_mujoco`),
     its data at our q after mj_kinematics and mj_collision."""
-    from bench.bench_collision import mujoco_qpos, mujoco_robot
-    m = mujoco_robot("g1", self_collision)
+    from bench.bench_step import mujoco_qpos, robot_mujoco
+    m = robot_mujoco("g1", self_collision=self_collision)
     m.geom_margin[:] = MARGIN / 2       # a pair's margin is the sum of its geoms'
     d = mujoco.MjData(m)
-    d.qpos[:] = mujoco_qpos(world, "g1", m, q)
+    d.qpos[:] = mujoco_qpos(world, m, q, "g1/")
     mujoco.mj_kinematics(m, d)
     mujoco.mj_collision(m, d)
     return m, d

@@ -9,8 +9,23 @@ actuated joints a rotor inertia (``armature``) as geared actuators have.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ._checks import check_bool
+
+
+@njit(cache=True)
+def pd_torque_kernel(kp, kd, q_target, v_target, limit, iq, iv, q, v, tau):
+    """τ[ivⱼ] = clip(Kpⱼ (q*ⱼ − q[iqⱼ]) + Kdⱼ (v*ⱼ − v[ivⱼ]), ±limitⱼ) for the PD joints j, 0 on
+    the other dofs; tau (nv,) written in place (N·m or N); np.clip's result, NaN included."""
+    tau[:] = 0.0
+    for j in range(iq.shape[0]):
+        u = kp[j] * (q_target[j] - q[iq[j]]) + kd[j] * (v_target[j] - v[iv[j]])
+        if u > limit[j]:
+            u = limit[j]
+        elif u < -limit[j]:
+            u = -limit[j]
+        tau[iv[j]] = u       # NaN stays NaN (the step then fails as non-finite)
 
 
 def _per_joint(name, value, joints):
@@ -80,9 +95,13 @@ class JointPD:
 
     def torque(self, t, q, v):
         """τ (nv,) at time t (s) and state (q, v)."""
-        u = self.kp * (self.target(t) - q[self.iq]) + self.kd * (self.v_target - v[self.iv])
-        tau = np.zeros(self.model.nv)
-        tau[self.iv] = np.clip(u, -self.limit, self.limit)
+        target = self.target(t)
+        if target.shape != self.q_target.shape:
+            raise ValueError(f"q_ref_fn(t) must return {self.q_target.size} targets (one per PD joint), "
+                             f"got shape {target.shape}")
+        tau = np.empty(self.model.nv)
+        pd_torque_kernel(self.kp, self.kd, target, self.v_target, self.limit, self.iq, self.iv,
+                         np.asarray(q, float), np.asarray(v, float), tau)
         return tau
 
     def __call__(self, sim):

@@ -28,11 +28,12 @@ import numpy as np
 from numba import njit
 
 import models
+from models.dynamics import aba_bias_kernel
 from models.jitcache import drop_stale_cache
 from models.joints import FREE, SPHERICAL, joint_integrate
 from models.layout import JI_IQ, JI_IV, JI_NQ, JI_TYPE
 
-drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__])
+drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__, models.dynamics.__file__])
 
 
 @njit(cache=True, inline="always")
@@ -198,6 +199,34 @@ def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, o
             for r in range(3):
                 vf[iv + r] += x[r] - w[r] + h * e[r]
     return fails
+
+
+@njit(cache=True)
+def free_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind, inertia, inertia_inv, mass, com, oR, op,
+                     tau, fext, v, h, all_free, vf):
+    """The step's free velocity vf (nv,) in one call: vf = v + h ABA(q, v, τ, f_ext) from the
+    articulated factor cached at q (`models.dynamics.aba_bias_kernel` on a `models.Data`'s
+    arrays S … pA), skipped when every dof belongs to a childless free body (`all_free`: its
+    values would be overwritten), then `free_velocity_kernel`'s rewrite of free and spherical
+    joints. Returns that kernel's count of unconverged Newton solves."""
+    if not all_free:
+        aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, vf, vel, acc, pA)
+        for i in range(vf.shape[0]):
+            vf[i] = v[i] + h * vf[i]
+    return free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf)
+
+
+@njit(cache=True)
+def integrate_kernel(jint, q, v_free, dv, lam, h, q_out, v_next, v_out):
+    """The step's end: v_next = v_f + Δv (nv,) with Δv = M⁻¹ Jᵀ λ, then `advance_kernel`
+    (q_out = q ⊕ h v_next, v_out in the new axes). Returns whether q_out, v_out and the
+    impulses λ (m,) are all finite."""
+    for i in range(v_next.shape[0]):
+        v_next[i] = v_free[i] + dv[i]
+    acc = 0.0
+    for r in range(lam.shape[0]):
+        acc += lam[r]
+    return advance_kernel(jint, q, v_next, h, q_out, v_out) and np.isfinite(acc)
 
 
 @njit(cache=True)

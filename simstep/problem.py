@@ -80,6 +80,33 @@ def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, fra
     return hit
 
 
+@njit(cache=True)
+def same_pairs_kernel(pairs, keys):
+    """True if the contacts of `keys` (k,) come from the geometry pairs `pairs` (k,) in the
+    same order (a key's pair is key // 4, `collision.Contacts.key`)."""
+    if pairs.shape[0] != keys.shape[0]:
+        return False
+    for i in range(keys.shape[0]):
+        if keys[i] // 4 != pairs[i]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def active_limits_kernel(lim_q, lim_dof, lim_val, lim_sgn, q, v_free, dt, margin, gap, active):
+    """The joint-limit rows within reach this step, of the candidate rows (one per finite
+    bound, dof-major, lower before upper): row i has the gap sgnᵢ (q[lim_qᵢ] − boundᵢ) (≥ 0
+    inside the range; rad or m) and is active when the gap is below |v_f| dt + margin. Writes
+    the active rows' indices to active[:n] and their gaps to gap[:n]; returns n."""
+    n = 0
+    for i in range(lim_q.shape[0]):
+        g = lim_sgn[i] * (q[lim_q[i]] - lim_val[i])
+        if g < abs(v_free[lim_dof[i]]) * dt + margin:
+            active[n], gap[n] = i, g
+            n += 1
+    return n
+
+
 @njit(cache=True, inline="always")
 def dead_band(phi, slop):
     """A signed distance (m; a joint's gap in rad or m) with the slop band [−slop, slop] removed:
@@ -177,6 +204,7 @@ class ProblemAssembler:
         self._lim_val = np.array([r[2] for r in lim], float)
         self._lim_sgn = np.array([r[3] for r in lim], float)
         self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
+        self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
         self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
         self.last_set = None     # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
@@ -258,12 +286,15 @@ class ProblemAssembler:
         m, dt = sim.model, sim.dt
         limit_rows, limit_cons, active = [], [], _EMPTY_I
         if sim.joint_limits and self._lim_dof.size:
-            # candidate (dof, side) rows, dof-major, lower before upper; gap ≥ 0 inside the range
-            gap = self._lim_sgn * (q[self._lim_q] - self._lim_val)
-            active = np.flatnonzero(gap < np.abs(v_free[self._lim_dof]) * dt + sim.joint_limit_margin)
-            if active.size:
-                limit_rows = list(zip(self._lim_dof[active].tolist(), gap[active].tolist()))
+            gap, active = self._lim_gap, self._lim_active
+            n = active_limits_kernel(self._lim_q, self._lim_dof, self._lim_val, self._lim_sgn, q, v_free, dt,
+                                     sim.joint_limit_margin, gap, active)
+            if n:
+                active = active[:n].copy()
+                limit_rows = list(zip(self._lim_dof[active].tolist(), gap[:n].tolist()))
                 limit_cons = [self._lim_name[i] for i in active]
+            else:
+                active = _EMPTY_I
         sig = active.tobytes()
         if self.tail is None or self.tail[0] != sig:
             cones, cons = ConeSet(), list(sim.extra_constraints)
@@ -289,15 +320,14 @@ class ProblemAssembler:
         if not k:
             return tail, tail_cones, extra_err, limit_rows
         last = self.last_set
-        pairs = c.key // 4       # the geometry pair of each contact (its bodies and friction)
-        if last is not None and last[0] is tail and last[1].shape == pairs.shape and (last[1] == pairs).all():
+        if last is not None and last[0] is tail and same_pairs_kernel(last[1], c.key):
             # contacts of the same geometry pairs in the same order (the points within a pair
             # may have been renumbered): the set's points are refreshed in place and its
             # cached graph kept
             return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_rows
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
         cones = ConeSet.with_contacts(c.friction, tail_cones)
-        self.last_set = (tail, pairs, cs, cones)
+        self.last_set = (tail, c.key // 4, cs, cones)     # the geometry pair of each contact
         return cs, cones, extra_err, limit_rows
 
     def _stabilise(self, g, op, c, k, v, extra_err, limit_rows):

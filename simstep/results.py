@@ -6,8 +6,18 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 TRAJECTORY_FORMAT = 1    # version written into saved trajectories
+
+
+@njit(cache=True)
+def max_penetration(distance):
+    """The deepest penetration max(0, −min distance) of contacts' signed distances (k,), m."""
+    d = 0.0
+    for i in range(distance.shape[0]):
+        d = max(d, -distance[i])
+    return d
 
 
 @dataclass

@@ -24,7 +24,6 @@ v_n⁺ ≥ −e v_n⁻. Loop closures and joint limits get the same treatment of
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -37,11 +36,11 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .bilateral_step import BilateralStep
-from .integrator import FREE_BODY, advance_kernel, body_kinds, free_velocity_kernel
+from .integrator import FREE_BODY, body_kinds, free_step_kernel, integrate_kernel
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
-from .results import StepContacts, StepStats, Trajectory, attach_contacts
+from .results import StepContacts, StepStats, Trajectory, attach_contacts, max_penetration
 from .world import World, matrix_to_quat
 
 
@@ -181,6 +180,7 @@ class Simulator:
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_tau = np.zeros(self.model.nv)
+        self._zero_v = np.zeros(self.model.nv)     # Δv of a step without constraint rows
         # materials are fixed for the simulator's life: skip the per-step checks when none has them
         self._any_compliance = bool(np.any(self.detector.shapes.compliance))
         self._any_restitution = bool(np.any(self.detector.shapes.restitution))
@@ -472,12 +472,10 @@ class Simulator:
         tau_v = self._tau(tau)
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
-        if self._all_free:    # every dof belongs to a childless free body: ABA's values would be overwritten
-            v_free = np.empty(m.nv)
-        else:
-            v_free = v + dt * d.free_acceleration(v, tau_v, self._fext, np.empty(m.nv))
-        free_velocity_kernel(m.jint, self._body_kind, self._body_inertia, self._body_inertia_inv, self._mass, self._com,
-                             m.gravity, d.oR, d.op, tau_v, self._fext, v, dt, v_free)
+        v_free = np.empty(m.nv)
+        free_step_kernel(m.jint, m.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d._pA, self._body_kind,
+                         self._body_inertia, self._body_inertia_inv, self._mass, self._com, d.oR, d.op, tau_v,
+                         self._fext, v, dt, self._all_free, v_free)
         st.time_dynamics = time.perf_counter() - t0
         return tau_v, v_free
 
@@ -533,12 +531,12 @@ class Simulator:
         m, dt = self.model, self.dt
         phase[0] = "the velocity update"
         if problem is None:
-            v_next = v_free
-        else:
-            v_next = v_free + (problem.op.JT_minv(lam) if dv is None else dv)
+            dv = self._zero_v
+        elif dv is None:
+            dv = problem.op.JT_minv(lam)
         phase[0] = "the integration"
-        q_next, v_state = np.empty(m.nq), np.empty(m.nv)
-        finite = advance_kernel(m.jint, self.q, v_next, dt, q_next, v_state) and math.isfinite(lam.sum())
+        q_next, v_next, v_state = np.empty(m.nq), np.empty(m.nv), np.empty(m.nv)
+        finite = integrate_kernel(m.jint, self.q, v_free, dv, lam, dt, q_next, v_next, v_state)
         if finite and self._closure_set is not None:
             phase[0] = "the loop-closure projection"
             q_next = self._project(q_next, st)
@@ -566,7 +564,7 @@ class Simulator:
                                      self.dt)
         self.assembler.commit(c, warm_lam)
         self.applied_torque = np.array(tau_v, float)      # a copy: actuation arrays may be reused
-        st.max_penetration = float(max(0.0, -c.distance.min())) if k else 0.0
+        st.max_penetration = max_penetration(c.distance)
 
     # ------------------------------------------------------------------ run
     def run(self, steps=None, progress=False, record=False, viewer=None, callback=None, duration=None,

@@ -127,6 +127,12 @@ def cholesky_solve(L, n, b, t, out):
 @njit(cache=True)
 def spd_inverse(D, n, out):
     """out[:n, :n] = D[:n, :n]⁻¹ for a small SPD block (n ≤ 6) by Cholesky; returns False if not PD."""
+    if n == 1:      # a one-dof joint: the operations below for n = 1, without their scratch arrays
+        if not D[0, 0] > 0.0:
+            return False
+        li = 1.0 / np.sqrt(D[0, 0])
+        out[0, 0] = li * li
+        return True
     L = np.zeros((6, 6))
     if not cholesky_into(D, n, L):
         return False

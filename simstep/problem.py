@@ -38,6 +38,7 @@ from .projection import closure_error_kernel
 WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
 
 _EMPTY_I = np.zeros(0, np.int64)
+_EMPTY_F = np.zeros(0)
 
 
 @njit(cache=True)
@@ -116,17 +117,31 @@ def dead_band(phi, slop):
     return phi - slop if phi > slop else (phi + slop if phi < -slop else 0.0)
 
 
+@njit(cache=True, inline="always")
+def gap_target(phi, dt, erp, vmax):
+    """The velocity target (m/s, or rad/s for a revolute limit) of a gap φ with the slop band
+    removed: a gap φ > 0 may close within the step (+φ/dt), a penetration is pushed out at the
+    Baumgarte rate erp φ/dt but never faster than vmax (dt-independent, as PhysX's
+    maxDepenetrationVelocity)."""
+    return phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
+
+
+@njit(cache=True)
+def limit_targets_kernel(gap, slop, dt, erp, vmax, g, row0):
+    """g[row0 + i] += `gap_target` of the active joint limits' gaps (n,) (rad or m), slop removed."""
+    for i in range(gap.shape[0]):
+        g[row0 + i] += gap_target(dead_band(gap[i], slop), dt, erp, vmax)
+
+
 @njit(cache=True)
 def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g):
     """Add to the normal rows of g (3i + 2) the contacts' velocity targets, from the signed
-    distances with the slop band removed (φ = `dead_band`(distance, slop)): a gap φ > 0 may
-    close within the step (+φ/dt), a penetration is pushed out at the Baumgarte rate erp φ/dt
-    but never faster than vmax (m/s; dt-independent, as PhysX's maxDepenetrationVelocity),
-    and an approaching contact faster than the threshold that closes within the step gets
-    Newton's restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
+    distances with the slop band removed (φ = `dead_band`(distance, slop)): `gap_target`, or for
+    an approaching contact faster than the threshold that closes within the step, Newton's
+    restitution target σ_n = v_n⁺ + e v_n⁻ ≥ 0 (+e v_n⁻)."""
     for i in range(distance.shape[0]):
         phi = dead_band(distance[i], slop)
-        corr = phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
+        corr = gap_target(phi, dt, erp, vmax)
         v = vn_pre[3 * i + 2]
         if e[i] > 0 and v < -threshold and phi <= -v * dt + 1e-12:
             corr = e[i] * v
@@ -237,7 +252,7 @@ class ProblemAssembler:
         `collision.Contacts`; q (nq,), v (nv,): the step's start state; v_free (nv,); data: the
         `models.Data` at q."""
         k = len(c)
-        cs, cones, extra_err, limit_rows = self._constraints(c, k, q, v_free, data)
+        cs, cones, extra_err, limit_gaps = self._constraints(c, k, q, v_free, data)
         if not cones.m:
             return None
         bilateral = self.sim.bilateral
@@ -245,11 +260,11 @@ class ProblemAssembler:
             # loop closures only, for `simstep.bilateral_step`: no operator; g holds the rows'
             # stabilisation targets alone (the step solves J (v_f + Δv) = −g itself)
             g = np.zeros(cones.m)
-            self._stabilise(g, None, c, 0, v, extra_err, limit_rows)
+            self._stabilise(g, None, c, 0, v, extra_err, limit_gaps)
             return ContactProblem(cs, cones, None, g, None, None, 0.0, None, c)
         op = self._operator(cs, cones.m, q, data)
         g = op.J_apply(v_free)
-        self._stabilise(g, op, c, k, v, extra_err, limit_rows)
+        self._stabilise(g, op, c, k, v, extra_err, limit_gaps)
         compliance = None
         if k and self.sim._any_compliance and c.compliance.any():
             compliance = np.zeros(cones.m)
@@ -281,17 +296,16 @@ class ProblemAssembler:
         rows), joint limits within reach (orthant) and joint friction (box). The part after the
         contacts is rebuilt only when the active limits change. Also returns the loop closures'
         position errors (the tail's rows, `simstep.projection.closure_error_kernel`; None without
-        loop closures) and the active limits' (dof, gap)."""
+        loop closures) and the active limits' gaps (n,) (rad or m)."""
         sim = self.sim
         m, dt = sim.model, sim.dt
-        limit_rows, limit_cons, active = [], [], _EMPTY_I
+        limit_gaps, limit_cons, active = _EMPTY_F, [], _EMPTY_I
         if sim.joint_limits and self._lim_dof.size:
             gap, active = self._lim_gap, self._lim_active
             n = active_limits_kernel(self._lim_q, self._lim_dof, self._lim_val, self._lim_sgn, q, v_free, dt,
                                      sim.joint_limit_margin, gap, active)
             if n:
-                active = active[:n].copy()
-                limit_rows = list(zip(self._lim_dof[active].tolist(), gap[:n].tolist()))
+                active, limit_gaps = active[:n].copy(), gap[:n].copy()
                 limit_cons = [self._lim_name[i] for i in active]
             else:
                 active = _EMPTY_I
@@ -318,19 +332,19 @@ class ProblemAssembler:
             extra_err = np.zeros(tail.m)
             closure_error_kernel(tail.cb_kind, tail.cb_row, tail.cb_body, tail.cb_f, data.oR, data.op, extra_err)
         if not k:
-            return tail, tail_cones, extra_err, limit_rows
+            return tail, tail_cones, extra_err, limit_gaps
         last = self.last_set
         if last is not None and last[0] is tail and same_pairs_kernel(last[1], c.key):
             # contacts of the same geometry pairs in the same order (the points within a pair
             # may have been renumbered): the set's points are refreshed in place and its
             # cached graph kept
-            return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_rows
+            return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_gaps
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
         cones = ConeSet.with_contacts(c.friction, tail_cones)
         self.last_set = (tail, c.key // 4, cs, cones)     # the geometry pair of each contact
-        return cs, cones, extra_err, limit_rows
+        return cs, cones, extra_err, limit_gaps
 
-    def _stabilise(self, g, op, c, k, v, extra_err, limit_rows):
+    def _stabilise(self, g, op, c, k, v, extra_err, limit_gaps):
         """Add position correction, speculative distance and restitution targets to g in place."""
         sim = self.sim
         dt, erp, vmax = sim.dt, sim.erp, sim.max_depenetration_velocity
@@ -348,10 +362,8 @@ class ProblemAssembler:
             n = self._extra_rows
             g[row:row + n] += np.clip(erp * extra_err[:n] / dt, -vmax, vmax)
         row += self._extra_rows
-        for dof, gap in limit_rows:
-            gap = dead_band(gap, sim.contact_slop)
-            g[row] += gap / dt if gap > 0 else max(erp * gap / dt, -vmax)
-            row += 1
+        if limit_gaps.size:
+            limit_targets_kernel(limit_gaps, sim.contact_slop, dt, erp, vmax, g, row)
 
     def _warm_start(self, c, k, mrows):
         """Previous impulses matched by geometry pair and nearest point (`warm_start_kernel`),

@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import models  # noqa: E402
 import scenes  # noqa: E402
 import simstep  # noqa: E402
+from simstep.warmup import CompileCounter  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -269,25 +270,8 @@ def settled(name, world, settle, fresh):
     return sim
 
 
-class CompileCounter:
-    """Counts numba compilations (and loads of compiled code from its disk cache) in this
-    process: numba takes its compiler lock for each, and signals it as an event."""
-
-    def __init__(self):
-        from numba.core import event
-        self.count = 0
-        counter = self
-
-        class _Listener(event.Listener):
-            def on_start(self, ev):
-                counter.count += 1
-
-            def on_end(self, ev):
-                pass
-        event.register("numba:compiler_lock", _Listener())
-
-
-COMPILES = CompileCounter()
+# numba compilations and loads from its disk cache in this process (`measure`)
+COMPILES = CompileCounter(cache_loads=True)
 
 
 def measure(name, settle, steps, block, fresh, attempts=3):

@@ -55,12 +55,15 @@ WARMUP_SCENES = (
 
 class CompileCounter:
     """numba compilations (cache misses) from creation on: `count` and `seconds` of the
-    outermost ones, `names` of the kernels compiled (module.function)."""
+    outermost ones, `names` of the kernels compiled (module.function). cache_loads=True also
+    counts the loads of compiled kernels from numba's disk cache (numba holds its compiler lock
+    for both; that event names no kernel, so `names` stays empty)."""
 
-    def __init__(self):
+    def __init__(self, cache_loads=False):
         from numba.core import event
         self.count, self.seconds, self._depth, self._t0 = 0, 0.0, 0, 0.0
         self.names = []
+        self._event = "numba:compiler_lock" if cache_loads else "numba:compile"
         counter = self
 
         class _Listener(event.Listener):
@@ -68,8 +71,9 @@ class CompileCounter:
                 if counter._depth == 0:
                     counter._t0 = time.perf_counter()
                     counter.count += 1
-                    f = ev.data["dispatcher"].py_func
-                    counter.names.append(f"{f.__module__}.{f.__name__}")
+                    if not cache_loads:
+                        f = ev.data["dispatcher"].py_func
+                        counter.names.append(f"{f.__module__}.{f.__name__}")
                 counter._depth += 1
 
             def on_end(self, ev):
@@ -78,11 +82,11 @@ class CompileCounter:
                     counter.seconds += time.perf_counter() - counter._t0
 
         self._listener = _Listener()
-        event.register("numba:compile", self._listener)
+        event.register(self._event, self._listener)
 
     def close(self):
         from numba.core import event
-        event.unregister("numba:compile", self._listener)
+        event.unregister(self._event, self._listener)
 
 
 _announced = [False]                  # printed in this process

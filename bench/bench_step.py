@@ -284,7 +284,8 @@ def measure(name, settle, steps, block, fresh, attempts=3):
         compiled = COMPILES.count - row.pop("compiles_before_measuring")
         if compiled == 0:
             break
-        print(f"[{name}] numba compiled {compiled} functions during the measured steps: measuring again", flush=True)
+        print(f"[{name}] numba compiled or loaded {compiled} kernels during the measured steps: measuring again",
+              flush=True)
     row.update(attempts=attempt, compiles_while_measuring=compiled)
     return row
 

@@ -35,13 +35,16 @@ class _Batch:
 
 class CoalBackend:
     """coal: ``ComputeCollision`` (security margin = detection margin) then
-    ``ComputeContactPatch``; the patch is reduced to ≤ 4 points by `patch.emit_patch`."""
+    ``ComputeContactPatch``; the patch is reduced to ≤ 4 points by `patch.emit_patch`. A pair
+    whose result coal could not compute (a non-finite normal or witness point: its GJK/EPA fails
+    on some exactly touching flat faces) goes to `FclBackend` instead."""
 
     def __init__(self, shapes, margin, tol):
         import coal
         self.coal = coal
         self.S = shapes
-        self.tol = tol
+        self.margin, self.tol = margin, tol
+        self._fallback = None     # FclBackend, made on the first pair coal fails
         self.shapes = [self._shape(i) for i in range(len(shapes))]
         self.tf = [coal.Transform3s() for _ in range(len(shapes))]
         self.req = coal.CollisionRequest()
@@ -78,6 +81,7 @@ class CoalBackend:
         B = self.batch
         B.ensure(len(pairs))
         seen = set()
+        failed = []
         P = 0
         for a, b in pairs:
             for g in (a, b):
@@ -98,6 +102,9 @@ class CoalBackend:
             B.pair[P] = a, b
             B.n[P] = c.normal  # from a to b
             B.wa[P], B.wb[P] = c.getNearestPoint1(), c.getNearestPoint2()
+            if not (np.isfinite(B.n[P]).all() and np.isfinite(B.wa[P]).all() and np.isfinite(B.wb[P]).all()):
+                failed.append((a, b))
+                continue
             m = 0
             if self.pres.numContactPatches():
                 patch = self.pres.getContactPatch(0)
@@ -110,11 +117,15 @@ class CoalBackend:
                 m = 1
             B.cnt[P] = m
             P += 1
-        if P == 0:
-            return k
-        return emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
-                                   S.cverts, S.coff, S.hull, self.tol, S.body, S.friction, S.restitution,
-                                   S.compliance, *out, k)
+        if P:
+            k = emit_points_batch(P, B.pair, B.n, B.PA, B.PB, B.cnt, B.wa, B.wb, S.kind, S.size, gR, gp,
+                                  S.cverts, S.coff, S.hull, self.tol, S.body, S.friction, S.restitution,
+                                  S.compliance, *out, k)
+        if failed:
+            if self._fallback is None:
+                self._fallback = FclBackend(self.S, self.margin, self.tol)
+            k = self._fallback.run(failed, gR, gp, out, k)
+        return k
 
 
 class FclBackend:

@@ -143,7 +143,7 @@ def test_gjk_pairs_against_coal_and_fcl(meshes, first, second):
     det._fcl = FclBackend(det.shapes, 0.0, TOL)
     rng = np.random.default_rng(CASES.index((first, second)))
     counts = dict(separated=0, touching=0, deep=0)
-    fallbacks = 0
+    fallbacks = coal_failures = 0
     for trial in range(12):
         q = w.q0.copy()
         q[3:7], q[10:14] = rotq(rng), rotq(rng)
@@ -158,6 +158,12 @@ def test_gjk_pairs_against_coal_and_fcl(meshes, first, second):
             qq = q.copy()
             qq[7:10] -= (d0 - target) * n0
             dc, nc, _, _ = coal_distance(lib, qq)
+            if kind == "touching" and not abs(dc) < 1.0:
+                # coal's GJK/EPA can fail on exactly touching flat faces (it returned −DBL_MAX for
+                # slab–box on one machine, depending on the last bits of the pose): fcl is the
+                # oracle there, along the normal the pair was moved on
+                coal_failures += 1
+                dc, nc = fcl_distance(det, qq), n0
             assert abs(dc - target) < 2e-6 if kind != "deep" else dc < -1e-4
             c = det.detect(qq)
             # (exactly touching curved pairs where GJK stalls and EPA finds A − B flat at the origin
@@ -188,7 +194,7 @@ def test_gjk_pairs_against_coal_and_fcl(meshes, first, second):
             # the patch and its keys are those of the library path up to the normal's choice
             cl = lib.detect(qq)
             assert abs(cl.distance.min() - sep) < 1e-5
-    assert min(counts.values()) >= 12 and fallbacks <= 1
+    assert min(counts.values()) >= 12 and fallbacks <= 1 and coal_failures <= 1
 
 
 def test_pair_cache_changes_time_not_contacts():

@@ -66,7 +66,7 @@ from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
-                      op_refactor, op_solve, state_max_eigenvalue)
+                      op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
@@ -590,7 +590,10 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         s[:] = 0.0
     trho = tau * rho
     dvec = np.empty(m)
-    op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
+    afac, adn = fac, dn          # the iterations' factorisation; with polishes, in storage of its own
+    if polish:                   # (the polish's goes to the state's, where `warm_next_kernel` finds it)
+        afac, adn = op_spare_factor(dense, fac, dn)
+    op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
     rhs = np.empty(m)
     for r in range(m):
         rhs[r] = -(g_s[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
@@ -621,7 +624,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if mem > 0:
             yk[:] = y
             zk[:] = z
-        _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, bw, xn)
+        _scaled_solve(dense, geo, afac, ws, adn, sc, rhs, bw, xn)
         rp, rd, xnorm, znorm = admm_update_kernel(kind, start, size, param_s, g_s, xn, x_prev, y, z, trho, mu_prox,
                                                   alpha, ncp, rhs, s)
         rv_it = -1.0
@@ -655,7 +658,6 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                                    L, True)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
-            op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
         if mem > 0 and aa_rejects < 3:
             was_mixed = aa_last
             aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = anderson_update(
@@ -680,7 +682,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             for r in range(m):
                 rhs[r] += (new_trho - trho) * y[r]      # rhs depends on τρ through τρ y
             trho = new_trho
-            op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
+            op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
             n_updates += 1
             aa_count, aa_head, aa_prev, aa_last = 0, 0, False, False    # the map changed: forget it
     for r in range(m):
@@ -799,8 +801,8 @@ class ADMMSolver:
             jv = _checked_jv(jv(), m) if callable(jv) else jv
             warm_next = np.empty(m)
             warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, warm_next)
-        if it > 0 and hasattr(op, "mark_factored"):
-            op.mark_factored()
+        if hasattr(op, "mark_factored") and (k.polish_solves > 0 if st.polish else it > 0):
+            op.mark_factored()   # the operator's storage holds the last polish's (or the iterations') factors
         if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)
             if st.scaling > 0:
                 self._scaled_eig = ((L, m), L_used)

@@ -38,7 +38,7 @@ from models.jitcache import drop_stale_cache
 from . import delassus_kernels as _dk
 from . import lcaba_kernels as _lk
 from . import scaling as _scaling
-from .delassus_kernels import Explicit, Factors, dense_factor, dense_solve, jt_minv_kernel, mf_matvec
+from .delassus_kernels import Explicit, Factors, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel, mf_matvec
 from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
 
@@ -235,6 +235,15 @@ def op_jt_minv(dense, geo, ws, lam, out):
     fext, tau, qdd, acc, pA, g, w, y = ws
     jt_minv_kernel(jint, S, U, Dinv, rows, lam, fext, tau, out, acc, pA)
     return True
+
+
+@njit(cache=True)
+def state_j_apply(state, v, out):
+    """out (m,) = J v (m/s) of joint velocities v (nv,) on a matrix-free `OperatorState`
+    (`delassus_kernels.j_apply_kernel`, link velocities in the workspace's acc): one boxed
+    argument instead of the rows' ten arrays."""
+    geo = state.geo
+    j_apply_kernel(geo.jint, geo.S, geo.rows, v, out, state.ws.acc)
 
 
 @njit(cache=True)

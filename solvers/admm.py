@@ -279,12 +279,30 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     only the part of λ in the range of G moves, by the least-squares step that zeroes the
     velocities. δ (0.1 μ_prox) bounds the velocity error δ‖Δ‖∞ it leaves. Writes λ_out = Π_K(λ + Δ)
     and σ'_out; returns their Coulomb residual (`velocity_residual_kernel`)."""
+    return polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam,
+                               sigma, fixed, fixed, False, lam_out, sigma_out)
+
+
+@njit(cache=True)
+def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam, sigma,
+                        fixed, fixed_prev, factored, lam_out, sigma_out):
+    """`polish_kernel`, which factors only when needed: if `factored` (the operator's storage
+    still holds the factorisation of the modes fixed_prev (m,), with the same δ, big and R_c)
+    and the modes come out the same, that factorisation is used as it is (the matrix is the
+    same one, so the result is the same to the bit)."""
     m = g.shape[0]
     active_set_kernel(kind, start, size, param, lam, sigma, fixed)
-    dvec = np.empty(m)
-    for r in range(m):
-        dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
-    op_factor(dense, geo, fac, dn, 0.0, dvec, True)
+    same = factored
+    if same:
+        for r in range(m):
+            if fixed[r] != fixed_prev[r]:
+                same = False
+                break
+    if not same:
+        dvec = np.empty(m)
+        for r in range(m):
+            dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
+        op_factor(dense, geo, fac, dn, 0.0, dvec, True)
     cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, sigma, lam, lam_out)
     s = np.empty(m)
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
@@ -547,6 +565,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         sigma[:] = z
         return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False)
     n_polish = 0
+    fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
     if polish and warm:          # the previous step's contact modes, solved exactly
@@ -649,8 +668,9 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             for r in range(m):
                 yp[r] = sc[r] * y[r]
             constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, yp, sw)
-            rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
-                                 yp, sw, fixed, xw_p, sw)
+            fixed_prev[:] = fixed    # the modes the operator's storage is factored for (if n_polish > 1)
+            rpol = polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta,
+                                       big, yp, sw, fixed, fixed_prev, n_polish > 1, xw_p, sw)
             if rpol[0] <= tol:
                 lam[:] = xw_p
                 sigma[:] = sw

@@ -477,11 +477,16 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     return count, head, have_prev, last, fn_prev
 
 
-SolveParams = namedtuple("SolveParams", ["max_iter", "ncp", "osqp", "record", "polish", "eig_iters", "tau",
-                                         "mu_prox", "tol", "ratio", "rho_power", "rho_factor", "L", "rho_min",
-                                         "relaxation", "scaling", "L_scaled", "anderson"])
-"""One solve's settings for the kernel (`ADMMSettings`' names; tol in m/s, L = λ_max(G), rho_min the
-smallest damping μ_prox + min R_c, L_scaled λ_max(S G S) if known else 0, anderson the memory, 0: off)."""
+SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.bool_), ("record", np.bool_),
+                        ("polish", np.bool_), ("eig_iters", np.int64), ("tau", np.float64), ("mu_prox", np.float64),
+                        ("tol", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
+                        ("rho_factor", np.float64), ("L", np.float64), ("rho_min", np.float64),
+                        ("relaxation", np.float64), ("scaling", np.float64), ("L_scaled", np.float64),
+                        ("anderson", np.int64)], align=True)
+"""One solve's settings for the kernel, a record (the kernel takes a (1,) array of it: one
+argument to unbox, where a named tuple of 18 fields costs about 1.5 µs a call): `ADMMSettings`'
+names; tol in m/s, L = λ_max(G), rho_min the smallest damping μ_prox + min R_c, L_scaled
+λ_max(S G S) if known else 0, anderson the memory, 0: off."""
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change"])
@@ -513,7 +518,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
 
     state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
     dn = (G, C, d, t), 0 the matrix-free one (geo, fac, ws) (`delassus_kernels`); the other
-    operator's tuples are placeholders. prm: the `SolveParams`. x0: warm start, kept if its velocity residual beats λ = 0.
+    operator's tuples are placeholders. prm: (1,) array of the `SolveParams` record. x0: warm start, kept if its velocity residual beats λ = 0.
 
     Scaling: the iterations run on λ̃ = S⁻¹ λ, G̃ = S G S, g̃ = S g with S = `scale_kernel`
     (p > 0), ρ from λ_max(G̃); the warm start, the polish, the stopping test and the returned λ,
@@ -536,11 +541,12 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if not math.isfinite(total):
         return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
-    max_iter, ncp, osqp, record, polish, eig_iters = prm.max_iter, prm.ncp, prm.osqp, prm.record, prm.polish, \
-        prm.eig_iters
-    tau, mu_prox, tol, ratio, rho_power, factor = prm.tau, prm.mu_prox, prm.tol, prm.ratio, prm.rho_power, \
-        prm.rho_factor
-    L, rho_min, alpha, p_scale, L_scaled = prm.L, prm.rho_min, prm.relaxation, prm.scaling, prm.L_scaled
+    sp = prm[0]
+    max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
+        sp.eig_iters
+    tau, mu_prox, tol, ratio, rho_power, factor = sp.tau, sp.mu_prox, sp.tol, sp.ratio, sp.rho_power, \
+        sp.rho_factor
+    L, rho_min, alpha, p_scale, L_scaled = sp.L, sp.rho_min, sp.relaxation, sp.scaling, sp.L_scaled
     cond = max(L / rho_min, 1.0 + 1e-12)
     rho = math.sqrt(L * rho_min) * cond ** rho_power
     delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
@@ -625,8 +631,8 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     for r in range(m):
         gnorm = max(gnorm, abs(g_s[r]))
     next_polish = 10
-    # Anderson acceleration (prm.anderson = memory) on the projection's input t (`anderson_update`)
-    mem = prm.anderson
+    # Anderson acceleration (sp.anderson = memory) on the projection's input t (`anderson_update`)
+    mem = sp.anderson
     n2 = m if mem > 0 else 0
     aa_dF, aa_dG, aa_gram = np.empty((mem, n2)), np.empty((mem, n2)), np.empty((mem, mem))
     aa_f, aa_g, aa_fp, aa_gp, aa_out = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)
@@ -731,6 +737,7 @@ def lanczos_max_eigenvalue(matvec, m, iters=20):
 
 
 _EMPTY = np.zeros(0)
+_NO_HIST = np.zeros((0, 4))
 
 
 def _checked_jv(jv, m):
@@ -755,6 +762,7 @@ class ADMMSolver:
         self.settings.check()
         self.rho_power = self.settings.rho_power
         self._scaled_eig = (None, 0.0)
+        self._params = np.zeros(1, SolveParams)    # the kernel's settings, rewritten at each solve
 
     def solve(self, op, g=None, cones: ConeSet = None, compliance=None, x0=None, record=False, max_eigenvalue=None,
               jv=None):
@@ -803,12 +811,13 @@ class ADMMSolver:
         if jv is not None and not callable(jv):
             jv = _checked_jv(jv, m)
         tol = st.eps_abs + (st.eps_rel * float(np.abs(g).max()) if st.eps_rel > 0 else 0.0)
-        prm = SolveParams(int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
-                          int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
-                          float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
-                          float(st.scaling), float(L_scaled), int(st.anderson))
+        prm = self._params
+        prm[0] = (int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
+                  int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
+                  float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
+                  float(st.scaling), float(L_scaled), int(st.anderson))
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
-        hist = np.empty((st.max_iter if record else 0, 4))
+        hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)
         dv = np.empty(model.nv) if model is not None else _EMPTY
         k = admm_kernel(state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,

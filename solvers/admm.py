@@ -139,7 +139,7 @@ class ADMMResult:
     velocity_change: np.ndarray | None = None   # M⁻¹ Jᵀ λ (nv,): v's change by λ (matrix-free operators, else None)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_prox, alpha, ncp, rhs, s):
     """Steps 3, 4 and 1 of the iteration, the residuals, and the next right-hand side.
 
@@ -147,7 +147,7 @@ def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_pr
     (Eckstein & Bertsekas; OSQP's α): steps 3–4 use x̂ = α x⁺ + (1 − α) y. Out: y, z updated
     in place; rhs = −(g + s(z)) + τρ y + μ_prox x + z; returns (r_primal = ‖x⁺ − y⁺‖∞ (N·s),
     r_dual = ‖μ_prox Δx + τρ Δy‖∞ (m/s: the velocity mismatch G x⁺ + g + s − z⁺), max(‖x⁺‖∞,
-    ‖y⁺‖∞), ‖z⁺‖∞)."""
+    ‖y⁺‖∞), ‖z⁺‖∞). Allocates nothing: compiled without numba's reference counting."""
     m = x.shape[0]
     inv = 1.0 / trho
     for r in range(m):
@@ -387,9 +387,14 @@ def anderson_step(dF, dG, gram, count, f, gk, ridge, wmax, out):
     γ = argmin ‖f − ΔF γ‖² + ridge tr(ΔFᵀΔF) ‖γ‖², and out (n,) = T(u) − ΔG γ with gk = T(u).
     Returns False (out untouched) if the least squares is singular or a weight |γ_j| exceeds
     wmax (the mixing would extrapolate far from the iterates)."""
+    return anderson_step_into(dF, dG, gram, count, f, gk, ridge, wmax, out, np.empty((count, count)), np.empty(count))
+
+
+@njit(cache=True, _nrt=False)
+def anderson_step_into(dF, dG, gram, count, f, gk, ridge, wmax, out, M, b):
+    """`anderson_step` on the caller's workspaces M (count, count) and b (count,) (views of
+    larger ones are fine), compiled without numba's reference counting."""
     n = f.shape[0]
-    M = np.empty((count, count))
-    b = np.empty(count)
     tr = 0.0
     for i in range(count):
         acc = 0.0
@@ -418,9 +423,9 @@ def anderson_step(dF, dG, gram, count, f, gk, ridge, wmax, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, dF, dG, gram, f, gk, fp,
-                    gp, out, count, head, have_prev, last, fn_prev):
+                    gp, out, aM, ab, count, head, have_prev, last, fn_prev):
     """Safeguarded Anderson acceleration of the ADMM iteration (Zhang, O'Donoghue & Boyd 2020,
     Alg. 3's safeguard), in place after one iteration.
 
@@ -432,7 +437,9 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     dF.shape[0], circular; gram (mem, mem) their inner products, updated by one row) and t
     becomes the mixture of `anderson_step`. A new t gives y = Π_K(t) (in its cones by
     construction), z = τρ (y − t), s = s(z) and the next rhs = −(g + s) + τρ y + μ_prox x + z
-    (x the last damped solve). Returns the new (count, head, have_prev, last, fn_prev)."""
+    (x the last damped solve). aM (mem, mem), ab (mem,) are the least squares' workspaces; no
+    allocation, compiled without numba's reference counting. Returns the new (count, head,
+    have_prev, last, fn_prev)."""
     m = y.shape[0]
     mem = dF.shape[0]
     inv = 1.0 / trho
@@ -445,7 +452,8 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     t = out
     moved = False
     if last and fn > fn_prev:               # the mixed point did worse: back to the plain step
-        t[:] = gp
+        for r in range(m):
+            t[r] = gp[r]
         count, head, have_prev, last = 0, 0, False, False
         moved = True
     else:
@@ -461,12 +469,14 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
                 gram[head, j] = acc
                 gram[j, head] = acc
             head = (head + 1) % mem
-        fp[:] = f
-        gp[:] = gk
+        for r in range(m):
+            fp[r] = f[r]
+            gp[r] = gk[r]
         fn_prev = fn
         have_prev = True
         last = False
-        if count > 0 and anderson_step(dF, dG, gram, count, f, gk, 1e-10, 1e4, t):
+        if count > 0 and anderson_step_into(dF, dG, gram, count, f, gk, 1e-10, 1e4, t, aM[:count, :count],
+                                            ab[:count]):
             last = True
             moved = True
     if moved:
@@ -635,6 +645,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     mem = sp.anderson
     n2 = m if mem > 0 else 0
     aa_dF, aa_dG, aa_gram = np.empty((mem, n2)), np.empty((mem, n2)), np.empty((mem, mem))
+    aa_M, aa_b = np.empty((mem, mem)), np.empty(mem)     # the least squares' workspaces
     aa_f, aa_g, aa_fp, aa_gp, aa_out = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)
     yk, zk = np.empty(m if mem > 0 else 0), np.empty(m if mem > 0 else 0)
     aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = 0, 0, False, False, 0.0
@@ -688,7 +699,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             was_mixed = aa_last
             aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = anderson_update(
                 kind, start, size, param_s, g_s, xn, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, aa_dF, aa_dG, aa_gram, aa_f,
-                aa_g, aa_fp, aa_gp, aa_out, aa_count, aa_head, aa_prev, aa_last, aa_fn_prev)
+                aa_g, aa_fp, aa_gp, aa_out, aa_M, aa_b, aa_count, aa_head, aa_prev, aa_last, aa_fn_prev)
             if was_mixed and not aa_prev:     # the safeguard rejected the mixed point
                 aa_rejects += 1
         x_prev[:] = xn

@@ -28,15 +28,10 @@ from models.layout import JI_IV, JI_NV, JI_PARENT
 def inverse_inertia_kernel(jint, S, U, Dinv, Om):
     """⁰Ωᵢ (n, 6, 6) of every link from ABA's world-frame S, U = Iᴬ S (6, nv) and D⁻¹ (n, 6, 6)
     (module docstring). Links are ordered parents first."""
-    inverse_inertia_into(jint, S, U, Dinv, Om, np.empty((3, 6, 6)))
-
-
-@njit(cache=True, _nrt=False)
-def inverse_inertia_into(jint, S, U, Dinv, Om, scratch):
-    """`inverse_inertia_kernel` on the caller's workspace scratch (3, 6, 6), compiled without
-    numba's reference counting."""
     n = jint.shape[0]
-    SD, P, T = scratch[0], scratch[1], scratch[2]
+    SD = np.empty((6, 6))
+    P = np.empty((6, 6))
+    T = np.empty((6, 6))
     for i in range(n):
         par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):                  # S D⁻¹ (6 × nvᵢ)

@@ -246,6 +246,19 @@ def state_j_apply(state, v, out):
     j_apply_kernel(geo.jint, geo.S, geo.rows, v, out, state.ws.acc)
 
 
+@njit(cache=True, _nrt=False)
+def _reorthogonalise(Q, j, w):
+    """w ← w − Σ_{i ≤ j} (w · Q_i) Q_i, twice (full reorthogonalisation against the Lanczos
+    vectors Q (k + 1, m) so far), compiled without numba's reference counting (an atomic pair
+    per row view otherwise)."""
+    m = w.shape[0]
+    for _ in range(2):
+        for i in range(j + 1):
+            c = np.dot(w, Q[i])
+            for r in range(m):
+                w[r] -= c * Q[i, r]
+
+
 @njit(cache=True)
 def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
     """λ_max(S G S), S = diag(sc) (sc empty: S = I), by `iters` Lanczos steps with full
@@ -271,11 +284,7 @@ def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
             for r in range(m):
                 w[r] *= sc[r]
         alpha[j] = np.dot(w, Q[j])
-        for _ in range(2):
-            for i in range(j + 1):
-                c = np.dot(w, Q[i])
-                for r in range(m):
-                    w[r] -= c * Q[i, r]
+        _reorthogonalise(Q, j, w)
         n = j + 1
         b = np.sqrt(np.dot(w, w))
         beta[j] = b

@@ -66,7 +66,7 @@ from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
-                      op_refactor, op_solve, state_max_eigenvalue)
+                      op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
 
 # admm_kernel compiles in the operator and cone kernels
@@ -139,7 +139,7 @@ class ADMMResult:
     velocity_change: np.ndarray | None = None   # M⁻¹ Jᵀ λ (nv,): v's change by λ (matrix-free operators, else None)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_prox, alpha, ncp, rhs, s):
     """Steps 3, 4 and 1 of the iteration, the residuals, and the next right-hand side.
 
@@ -147,7 +147,7 @@ def admm_update_kernel(kind, start, size, param, g, x, x_prev, y, z, trho, mu_pr
     (Eckstein & Bertsekas; OSQP's α): steps 3–4 use x̂ = α x⁺ + (1 − α) y. Out: y, z updated
     in place; rhs = −(g + s(z)) + τρ y + μ_prox x + z; returns (r_primal = ‖x⁺ − y⁺‖∞ (N·s),
     r_dual = ‖μ_prox Δx + τρ Δy‖∞ (m/s: the velocity mismatch G x⁺ + g + s − z⁺), max(‖x⁺‖∞,
-    ‖y⁺‖∞), ‖z⁺‖∞)."""
+    ‖y⁺‖∞), ‖z⁺‖∞). Allocates nothing: compiled without numba's reference counting."""
     m = x.shape[0]
     inv = 1.0 / trho
     for r in range(m):
@@ -279,12 +279,30 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     only the part of λ in the range of G moves, by the least-squares step that zeroes the
     velocities. δ (0.1 μ_prox) bounds the velocity error δ‖Δ‖∞ it leaves. Writes λ_out = Π_K(λ + Δ)
     and σ'_out; returns their Coulomb residual (`velocity_residual_kernel`)."""
+    return polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam,
+                               sigma, fixed, fixed, False, lam_out, sigma_out)
+
+
+@njit(cache=True)
+def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam, sigma,
+                        fixed, fixed_prev, factored, lam_out, sigma_out):
+    """`polish_kernel`, which factors only when needed: if `factored` (the operator's storage
+    still holds the factorisation of the modes fixed_prev (m,), with the same δ, big and R_c)
+    and the modes come out the same, that factorisation is used as it is (the matrix is the
+    same one, so the result is the same to the bit)."""
     m = g.shape[0]
     active_set_kernel(kind, start, size, param, lam, sigma, fixed)
-    dvec = np.empty(m)
-    for r in range(m):
-        dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
-    op_factor(dense, geo, fac, dn, 0.0, dvec, True)
+    same = factored
+    if same:
+        for r in range(m):
+            if fixed[r] != fixed_prev[r]:
+                same = False
+                break
+    if not same:
+        dvec = np.empty(m)
+        for r in range(m):
+            dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
+        op_factor(dense, geo, fac, dn, 0.0, dvec, True)
     cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, sigma, lam, lam_out)
     s = np.empty(m)
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
@@ -369,9 +387,14 @@ def anderson_step(dF, dG, gram, count, f, gk, ridge, wmax, out):
     γ = argmin ‖f − ΔF γ‖² + ridge tr(ΔFᵀΔF) ‖γ‖², and out (n,) = T(u) − ΔG γ with gk = T(u).
     Returns False (out untouched) if the least squares is singular or a weight |γ_j| exceeds
     wmax (the mixing would extrapolate far from the iterates)."""
+    return anderson_step_into(dF, dG, gram, count, f, gk, ridge, wmax, out, np.empty((count, count)), np.empty(count))
+
+
+@njit(cache=True, _nrt=False)
+def anderson_step_into(dF, dG, gram, count, f, gk, ridge, wmax, out, M, b):
+    """`anderson_step` on the caller's workspaces M (count, count) and b (count,) (views of
+    larger ones are fine), compiled without numba's reference counting."""
     n = f.shape[0]
-    M = np.empty((count, count))
-    b = np.empty(count)
     tr = 0.0
     for i in range(count):
         acc = 0.0
@@ -400,9 +423,9 @@ def anderson_step(dF, dG, gram, count, f, gk, ridge, wmax, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, dF, dG, gram, f, gk, fp,
-                    gp, out, count, head, have_prev, last, fn_prev):
+                    gp, out, aM, ab, count, head, have_prev, last, fn_prev):
     """Safeguarded Anderson acceleration of the ADMM iteration (Zhang, O'Donoghue & Boyd 2020,
     Alg. 3's safeguard), in place after one iteration.
 
@@ -414,7 +437,9 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     dF.shape[0], circular; gram (mem, mem) their inner products, updated by one row) and t
     becomes the mixture of `anderson_step`. A new t gives y = Π_K(t) (in its cones by
     construction), z = τρ (y − t), s = s(z) and the next rhs = −(g + s) + τρ y + μ_prox x + z
-    (x the last damped solve). Returns the new (count, head, have_prev, last, fn_prev)."""
+    (x the last damped solve). aM (mem, mem), ab (mem,) are the least squares' workspaces; no
+    allocation, compiled without numba's reference counting. Returns the new (count, head,
+    have_prev, last, fn_prev)."""
     m = y.shape[0]
     mem = dF.shape[0]
     inv = 1.0 / trho
@@ -427,7 +452,8 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     t = out
     moved = False
     if last and fn > fn_prev:               # the mixed point did worse: back to the plain step
-        t[:] = gp
+        for r in range(m):
+            t[r] = gp[r]
         count, head, have_prev, last = 0, 0, False, False
         moved = True
     else:
@@ -443,12 +469,14 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
                 gram[head, j] = acc
                 gram[j, head] = acc
             head = (head + 1) % mem
-        fp[:] = f
-        gp[:] = gk
+        for r in range(m):
+            fp[r] = f[r]
+            gp[r] = gk[r]
         fn_prev = fn
         have_prev = True
         last = False
-        if count > 0 and anderson_step(dF, dG, gram, count, f, gk, 1e-10, 1e4, t):
+        if count > 0 and anderson_step_into(dF, dG, gram, count, f, gk, 1e-10, 1e4, t, aM[:count, :count],
+                                            ab[:count]):
             last = True
             moved = True
     if moved:
@@ -459,11 +487,16 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     return count, head, have_prev, last, fn_prev
 
 
-SolveParams = namedtuple("SolveParams", ["max_iter", "ncp", "osqp", "record", "polish", "eig_iters", "tau",
-                                         "mu_prox", "tol", "ratio", "rho_power", "rho_factor", "L", "rho_min",
-                                         "relaxation", "scaling", "L_scaled", "anderson"])
-"""One solve's settings for the kernel (`ADMMSettings`' names; tol in m/s, L = λ_max(G), rho_min the
-smallest damping μ_prox + min R_c, L_scaled λ_max(S G S) if known else 0, anderson the memory, 0: off)."""
+SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.bool_), ("record", np.bool_),
+                        ("polish", np.bool_), ("eig_iters", np.int64), ("tau", np.float64), ("mu_prox", np.float64),
+                        ("tol", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
+                        ("rho_factor", np.float64), ("L", np.float64), ("rho_min", np.float64),
+                        ("relaxation", np.float64), ("scaling", np.float64), ("L_scaled", np.float64),
+                        ("anderson", np.int64)], align=True)
+"""One solve's settings for the kernel, a record (the kernel takes a (1,) array of it: one
+argument to unbox, where a named tuple of 18 fields costs about 1.5 µs a call): `ADMMSettings`'
+names; tol in m/s, L = λ_max(G), rho_min the smallest damping μ_prox + min R_c, L_scaled
+λ_max(S G S) if known else 0, anderson the memory, 0: off."""
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change"])
@@ -495,7 +528,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
 
     state: the operator's `opstate.OperatorState`; its dense = 1 drives the explicit operator
     dn = (G, C, d, t), 0 the matrix-free one (geo, fac, ws) (`delassus_kernels`); the other
-    operator's tuples are placeholders. prm: the `SolveParams`. x0: warm start, kept if its velocity residual beats λ = 0.
+    operator's tuples are placeholders. prm: (1,) array of the `SolveParams` record. x0: warm start, kept if its velocity residual beats λ = 0.
 
     Scaling: the iterations run on λ̃ = S⁻¹ λ, G̃ = S G S, g̃ = S g with S = `scale_kernel`
     (p > 0), ρ from λ_max(G̃); the warm start, the polish, the stopping test and the returned λ,
@@ -518,11 +551,12 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if not math.isfinite(total):
         return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
-    max_iter, ncp, osqp, record, polish, eig_iters = prm.max_iter, prm.ncp, prm.osqp, prm.record, prm.polish, \
-        prm.eig_iters
-    tau, mu_prox, tol, ratio, rho_power, factor = prm.tau, prm.mu_prox, prm.tol, prm.ratio, prm.rho_power, \
-        prm.rho_factor
-    L, rho_min, alpha, p_scale, L_scaled = prm.L, prm.rho_min, prm.relaxation, prm.scaling, prm.L_scaled
+    sp = prm[0]
+    max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
+        sp.eig_iters
+    tau, mu_prox, tol, ratio, rho_power, factor = sp.tau, sp.mu_prox, sp.tol, sp.ratio, sp.rho_power, \
+        sp.rho_factor
+    L, rho_min, alpha, p_scale, L_scaled = sp.L, sp.rho_min, sp.relaxation, sp.scaling, sp.L_scaled
     cond = max(L / rho_min, 1.0 + 1e-12)
     rho = math.sqrt(L * rho_min) * cond ** rho_power
     delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
@@ -547,6 +581,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         sigma[:] = z
         return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False)
     n_polish = 0
+    fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
     if polish and warm:          # the previous step's contact modes, solved exactly
@@ -590,7 +625,10 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         s[:] = 0.0
     trho = tau * rho
     dvec = np.empty(m)
-    op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
+    afac, adn = fac, dn          # the iterations' factorisation; with polishes, in storage of its own
+    if polish:                   # (the polish's goes to the state's, where `warm_next_kernel` finds it)
+        afac, adn = op_spare_factor(dense, fac, dn)
+    op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
     rhs = np.empty(m)
     for r in range(m):
         rhs[r] = -(g_s[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
@@ -603,10 +641,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     for r in range(m):
         gnorm = max(gnorm, abs(g_s[r]))
     next_polish = 10
-    # Anderson acceleration (prm.anderson = memory) on the projection's input t (`anderson_update`)
-    mem = prm.anderson
+    # Anderson acceleration (sp.anderson = memory) on the projection's input t (`anderson_update`)
+    mem = sp.anderson
     n2 = m if mem > 0 else 0
     aa_dF, aa_dG, aa_gram = np.empty((mem, n2)), np.empty((mem, n2)), np.empty((mem, mem))
+    aa_M, aa_b = np.empty((mem, mem)), np.empty(mem)     # the least squares' workspaces
     aa_f, aa_g, aa_fp, aa_gp, aa_out = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)
     yk, zk = np.empty(m if mem > 0 else 0), np.empty(m if mem > 0 else 0)
     aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = 0, 0, False, False, 0.0
@@ -621,7 +660,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if mem > 0:
             yk[:] = y
             zk[:] = z
-        _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, bw, xn)
+        _scaled_solve(dense, geo, afac, ws, adn, sc, rhs, bw, xn)
         rp, rd, xnorm, znorm = admm_update_kernel(kind, start, size, param_s, g_s, xn, x_prev, y, z, trho, mu_prox,
                                                   alpha, ncp, rhs, s)
         rv_it = -1.0
@@ -646,8 +685,9 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             for r in range(m):
                 yp[r] = sc[r] * y[r]
             constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, yp, sw)
-            rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
-                                 yp, sw, fixed, xw_p, sw)
+            fixed_prev[:] = fixed    # the modes the operator's storage is factored for (if n_polish > 1)
+            rpol = polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta,
+                                       big, yp, sw, fixed, fixed_prev, n_polish > 1, xw_p, sw)
             if rpol[0] <= tol:
                 lam[:] = xw_p
                 sigma[:] = sw
@@ -655,12 +695,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                                    L, True)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
-            op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)   # back to the ADMM's damping
         if mem > 0 and aa_rejects < 3:
             was_mixed = aa_last
             aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = anderson_update(
                 kind, start, size, param_s, g_s, xn, y, z, yk, zk, s, rhs, trho, mu_prox, ncp, aa_dF, aa_dG, aa_gram, aa_f,
-                aa_g, aa_fp, aa_gp, aa_out, aa_count, aa_head, aa_prev, aa_last, aa_fn_prev)
+                aa_g, aa_fp, aa_gp, aa_out, aa_M, aa_b, aa_count, aa_head, aa_prev, aa_last, aa_fn_prev)
             if was_mixed and not aa_prev:     # the safeguard rejected the mixed point
                 aa_rejects += 1
         x_prev[:] = xn
@@ -680,7 +719,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             for r in range(m):
                 rhs[r] += (new_trho - trho) * y[r]      # rhs depends on τρ through τρ y
             trho = new_trho
-            op_refactor(dense, geo, fac, dn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
+            op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
             n_updates += 1
             aa_count, aa_head, aa_prev, aa_last = 0, 0, False, False    # the map changed: forget it
     for r in range(m):
@@ -709,6 +748,7 @@ def lanczos_max_eigenvalue(matvec, m, iters=20):
 
 
 _EMPTY = np.zeros(0)
+_NO_HIST = np.zeros((0, 4))
 
 
 def _checked_jv(jv, m):
@@ -733,6 +773,7 @@ class ADMMSolver:
         self.settings.check()
         self.rho_power = self.settings.rho_power
         self._scaled_eig = (None, 0.0)
+        self._params = np.zeros(1, SolveParams)    # the kernel's settings, rewritten at each solve
 
     def solve(self, op, g=None, cones: ConeSet = None, compliance=None, x0=None, record=False, max_eigenvalue=None,
               jv=None):
@@ -781,12 +822,13 @@ class ADMMSolver:
         if jv is not None and not callable(jv):
             jv = _checked_jv(jv, m)
         tol = st.eps_abs + (st.eps_rel * float(np.abs(g).max()) if st.eps_rel > 0 else 0.0)
-        prm = SolveParams(int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
-                          int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
-                          float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
-                          float(st.scaling), float(L_scaled), int(st.anderson))
+        prm = self._params
+        prm[0] = (int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
+                  int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
+                  float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
+                  float(st.scaling), float(L_scaled), int(st.anderson))
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
-        hist = np.empty((st.max_iter if record else 0, 4))
+        hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)
         dv = np.empty(model.nv) if model is not None else _EMPTY
         k = admm_kernel(state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
@@ -799,8 +841,8 @@ class ADMMSolver:
             jv = _checked_jv(jv(), m) if callable(jv) else jv
             warm_next = np.empty(m)
             warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, warm_next)
-        if it > 0 and hasattr(op, "mark_factored"):
-            op.mark_factored()
+        if hasattr(op, "mark_factored") and (k.polish_solves > 0 if st.polish else it > 0):
+            op.mark_factored()   # the operator's storage holds the last polish's (or the iterations') factors
         if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)
             if st.scaling > 0:
                 self._scaled_eig = ((L, m), L_used)

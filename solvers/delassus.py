@@ -47,7 +47,7 @@ from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geo
                                mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .elimination import StructureCache
-from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue
+from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue, state_j_apply
 
 
 
@@ -207,6 +207,9 @@ class MatrixFreeDelassus(_Rows):
         """Constraint velocities J v (m,) of joint velocities v (nv,)."""
         v = self._vec(v, self.model.nv, "v")
         out = np.empty(self.m) if out is None else out
+        if self._st is not None and self._aba and self._ws is not None:   # a refreshed operator: its compiled state
+            state_j_apply(self.compiled_state(), v, out)
+            return out
         acc = self._work()[3]
         j_apply_kernel(self.model.jint, self.data.S, self.rows, v, out, acc)
         return out

@@ -28,7 +28,7 @@ drop_stale_cache(__file__, [models.dynamics.__file__, models.kinematics.__file__
 
 
 # --------------------------------------------------------------------------- Alg. 1 / 3
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def scatter_kernel(rows, x, fext, tau):
     """Jᵀ x at link level (paper 000 Alg. 1 lines 1–6): fᵢ = Σ K_eⁱᵀ x_e, τ = Σ 𝒦ᵀ x.
 
@@ -71,7 +71,7 @@ def scatter_kernel(rows, x, fext, tau):
                     fext[b, c] += kB[r, c] * xr
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def gather_kernel(rows, acc, qdd, y):
     """Constraint-space values from link motions (paper 000 Alg. 3 lines 4–8):
     y_e = Σ K_eⁱ aᵢ for link rows (for a contact Rᵀ (a₁(p) − a₂(p)), a(p) = a_O + ω̇ × p),

@@ -80,12 +80,23 @@ def damped_inertias_kernel(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, 
     """Constraint inertias of paper 000 Alg. 4 lines 1–11 for R = diag(Rv), row by row:
     H_{i,i} = Hᵢ + Σ_e K_eⁱᵀ R_e K_eⁱ into Hd (n, 6, 6), H_{i,j} = Σ_e K_eⁱᵀ R_e K_eʲ into the
     coupling slots Ho, 𝒟 = armature + Σ 𝒦ᵀ R 𝒦 into Dj (nv,) for joint rows."""
+    damped_inertias_into(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof,
+                         Hd, Ho, Dj, np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def damped_inertias_into(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof,
+                         Hd, Ho, Dj, Ws, As, Bs):
+    """`damped_inertias_kernel` on the caller's workspaces Ws, As (3, 3), Bs (6, 6), compiled
+    without numba's reference counting."""
     nbk = cb_kind.shape[0]
-    Hd[:, :, :] = H
+    for i in range(H.shape[0]):       # Hd = H (an element loop: a whole-array copy may allocate)
+        for a in range(6):
+            for b in range(6):
+                Hd[i, a, b] = H[i, a, b]
     Ho[:, :, :] = 0.0
     for k in range(Dj.shape[0]):
         Dj[k] = armature[k]
-    Ws, As, Bs = np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6))
     for c in range(nbk):
         if cb_kind[c] == CONTACT:
             _contact_block(cb_body[c, 0], cb_body[c, 1], cb_f[c], Rv, cb_row[c], cb_slot[c], Hd, Ho, Ws, As, Bs)
@@ -261,19 +272,26 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
     Free roots (use_a) are eliminated in link coordinates (Sᵢ = I), the same up to a change of
     variables. Hd (n, 6, 6) and Ho (nslots, 6, 6) are modified in place.
     """
+    deg = 16
+    for t in range(order.shape[0]):
+        deg = max(deg, nb_ptr[t + 1] - nb_ptr[t])
+    lcaba_factor_into(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr, Hd, Ho,
+                      Dj, L, Y, np.empty((deg, 6, 6)), np.empty((3, 6, 6)))
+
+
+@njit(cache=True, _nrt=False)
+def lcaba_factor_into(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr,
+                      pair_ptr, pair_slot, pair_tr, Hd, Ho, Dj, L, Y, C, scratch):
+    """`lcaba_factor_kernel` on the caller's workspaces C (≥ max degree, 6, 6) and scratch (3, 6, 6),
+    compiled without numba's reference counting (an atomic pair per block view otherwise)."""
     nsteps = order.shape[0]
-    C = np.empty((16, 6, 6))
-    Dm = np.empty((6, 6))
-    X = np.empty((6, 6))
-    SC = np.empty((6, 6))
+    Dm, X, SC = scratch[0], scratch[1], scratch[2]
     for t in range(nsteps):
         i = order[t]
         p = par[t]
         iv, nvi = jint[i, JI_IV], jint[i, JI_NV]
         e0, e1 = nb_ptr[t], nb_ptr[t + 1]
         deg = e1 - e0
-        if deg > C.shape[0]:
-            C = np.empty((2 * deg, 6, 6))
         Hi = Hd[i]
         for e in range(deg):
             s = nb_slot[e0 + e]
@@ -395,19 +413,19 @@ def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb
                     q += 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
-                       rows, Rv, b, lam, g, tau, w, acc, qdd, y):
+                       rows, Rv, b, lam, g, tau, w, acc, qdd, y, u):
     """λ = Λ_R b = (R⁻¹ + J M⁻¹ Jᵀ)⁻¹ b by the matrix inversion lemma (paper 000 Eq. 8–9):
     λ_R = R b, q̈_R = M_R⁻¹ Jᵀ λ_R (Alg. 4 sweeps on the stored factors), λ = R (b − J q̈_R).
     Jᵀ is merged into the backward sweep and J into the forward sweep (Sec. V-D). O(n + m + fill).
+    u (6,) is workspace: the kernel allocates nothing and runs without numba's reference counting.
     """
     m = b.shape[0]
     for r in range(m):
         lam[r] = Rv[r] * b[r]
     scatter_kernel(rows, lam, g, tau)
     nsteps = order.shape[0]
-    u = np.empty(6)
     # backward sweep (Alg. 4 lines 13–32, the force part; the net joint torque is ABA's `joint_torque_into`)
     for t in range(nsteps):
         i = order[t]
@@ -510,10 +528,11 @@ def mf_factor(geo, fac, dscal, dvec, vec):
 
 @njit(cache=True, inline="always")
 def mf_solve(geo, fac, ws, b, out):
-    """out = Λ_R b = (G + diag d)⁻¹ b on the stored factors (paper 000 Eq. 9, Alg. 4 sweeps)."""
+    """out = Λ_R b = (G + diag d)⁻¹ b on the stored factors (paper 000 Eq. 9, Alg. 4 sweeps); the
+    workspace's pA (used by the products, not here) lends its first row to the sweeps."""
     jint, S, H, U, Dinv, armature, rows = geo
     cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag = fac
     use_a, order, par, nb_ptr, nb_node = el[0], el[1], el[2], el[3], el[4]
     fext, tau, qdd, acc, pA, g, w, y = ws
     lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y, rows, Rv, b, out, g, tau, w, acc,
-                       qdd, y)
+                       qdd, y, pA[0])

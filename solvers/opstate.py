@@ -15,7 +15,7 @@ tuples hold the same array objects.
   ``matvec`` gets its explicit matrix), ``op.mark_factored()`` after a compiled solver has
   refactored the damped operator in its storage.
 - Compiled side: `op_matvec` (G x), `op_factor` (factor G + diag d), `op_refactor` (factor
-  the ADMM's damping, scaled or not), `op_solve`
+  the ADMM's damping, scaled or not), `op_spare_factor` (a second factor storage), `op_solve`
   ((G + diag d)⁻¹ b), `op_diag` (diag G or its estimate), `op_jt_minv` (M⁻¹ Jᵀ λ) and
   `op_max_eigenvalue` (the one Lanczos), on either operator, selected by the state's ``dense``
   flag; `max_eigenvalue(op, m)` from Python.
@@ -38,7 +38,7 @@ from models.jitcache import drop_stale_cache
 from . import delassus_kernels as _dk
 from . import lcaba_kernels as _lk
 from . import scaling as _scaling
-from .delassus_kernels import Explicit, dense_factor, dense_solve, jt_minv_kernel, mf_matvec
+from .delassus_kernels import Explicit, Factors, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel, mf_matvec
 from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
 
@@ -159,6 +159,24 @@ def op_factor(dense, geo, fac, dn, dscal, dvec, vec):
 
 
 @njit(cache=True)
+def op_spare_factor(dense, fac, dn):
+    """A second factor storage of the same operator, (fac, dn) with the state's types: the
+    damping-dependent arrays new (matrix-free: Hd, Ho, Dj, L, Y, Rv; explicit: C, d), the rest
+    (rows, elimination order, unit sums Σ KᵀK, G) shared. `op_factor` and `op_solve` on it
+    leave the state's own factorisation untouched (the ADMM keeps its damping there while a
+    polish factors another)."""
+    if dense:
+        f2 = fac
+        dn2 = Explicit(dn.G, np.empty_like(dn.C), np.empty_like(dn.d), dn.t)
+    else:
+        f2 = Factors(fac.cs, fac.el, fac.Pd, fac.Po, fac.Pj, np.empty_like(fac.Hd), np.empty_like(fac.Ho),
+                     np.empty_like(fac.Dj), np.empty_like(fac.L), np.empty_like(fac.Y), np.empty_like(fac.Rv),
+                     fac.flag)
+        dn2 = dn
+    return f2, dn2
+
+
+@njit(cache=True)
 def op_refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
     """Factor an ADMM's damping d I (d = μ_prox + τρ, units of G) in the iteration's variables:
     d on G (+ R_c), or on the scaled G̃ = S G S (S = diag(sc), `solvers.admm.scale_kernel`),
@@ -220,6 +238,28 @@ def op_jt_minv(dense, geo, ws, lam, out):
 
 
 @njit(cache=True)
+def state_j_apply(state, v, out):
+    """out (m,) = J v (m/s) of joint velocities v (nv,) on a matrix-free `OperatorState`
+    (`delassus_kernels.j_apply_kernel`, link velocities in the workspace's acc): one boxed
+    argument instead of the rows' ten arrays."""
+    geo = state.geo
+    j_apply_kernel(geo.jint, geo.S, geo.rows, v, out, state.ws.acc)
+
+
+@njit(cache=True, _nrt=False)
+def _reorthogonalise(Q, j, w):
+    """w ← w − Σ_{i ≤ j} (w · Q_i) Q_i, twice (full reorthogonalisation against the Lanczos
+    vectors Q (k + 1, m) so far), compiled without numba's reference counting (an atomic pair
+    per row view otherwise)."""
+    m = w.shape[0]
+    for _ in range(2):
+        for i in range(j + 1):
+            c = np.dot(w, Q[i])
+            for r in range(m):
+                w[r] -= c * Q[i, r]
+
+
+@njit(cache=True)
 def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
     """λ_max(S G S), S = diag(sc) (sc empty: S = I), by `iters` Lanczos steps with full
     reorthogonalisation (twice) from a fixed generic start vector, 1 + ½ sin(r + 1), which has a
@@ -244,11 +284,7 @@ def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
             for r in range(m):
                 w[r] *= sc[r]
         alpha[j] = np.dot(w, Q[j])
-        for _ in range(2):
-            for i in range(j + 1):
-                c = np.dot(w, Q[i])
-                for r in range(m):
-                    w[r] -= c * Q[i, r]
+        _reorthogonalise(Q, j, w)
         n = j + 1
         b = np.sqrt(np.dot(w, w))
         beta[j] = b

@@ -351,6 +351,35 @@ def _tri2(ux, uy, uz, vx, vy, vz, n0, n1, n2):
     return (uy * vz - uz * vy) * n0 + (uz * vx - ux * vz) * n1 + (ux * vy - uy * vx) * n2
 
 
+@njit(**_NONRT)
+def _angle(u, v):
+    """Angle of (u, v) in [0, 2π) (arctan2 shifted; −0.0 counts as 0)."""
+    th = np.arctan2(v, u)
+    if th < 0:
+        th += 2.0 * np.pi
+    return th
+
+
+@njit(**_NONRT)
+def _angle_before(ws, a, b):
+    """True if point a of a patch comes before point b in `emit_patch`'s slot order: its
+    `_angle` (u, v in rows 7, 8 of ws) is smaller, or equal and a < b.
+
+    The angles themselves (two arctan2) only for nearly parallel or opposite points (sine of
+    the angle between them below 1e-9, or a point at the centroid): otherwise the order is
+    that of the half planes [0, π] / (π, 2π) and the sign of the cross product, which the
+    rounding of the angles (~1e-15 rad) cannot reverse, so the slots are the same."""
+    ua, va, ub, vb = ws[7, a], ws[8, a], ws[7, b], ws[8, b]
+    c = ua * vb - va * ub
+    if abs(c) > 1e-9 * ((abs(ua) + abs(va)) * (abs(ub) + abs(vb))):
+        la, lb = va < 0, vb < 0        # in the lower half plane, angle in (π, 2π)
+        if la != lb:
+            return lb
+        return c > 0
+    ta, tb = _angle(ua, va), _angle(ub, vb)
+    return ta < tb or (ta == tb and a < b)
+
+
 @njit(**_NONRT_INLINE)
 def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, cap,
                keep, ws):
@@ -376,14 +405,10 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
         i = keep[j]
         cu += 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) / r
         cv += 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) / r
-    for j in range(r):
+    for j in range(r):   # each point about the centroid (u, v) in rows 7, 8 of ws
         i = keep[j]
-        u = 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) - cu
-        v = 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) - cv
-        th = np.arctan2(v, u)
-        if th < 0:
-            th += 2.0 * np.pi
-        ws[8, j] = th if r > 1 else 0.0
+        ws[7, j] = 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) - cu
+        ws[8, j] = 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) - cv
     mu = np.sqrt(gfric[a] * gfric[b])
     e = max(grest[a], grest[b])
     cmp = gcomp[a] + gcomp[b]
@@ -392,7 +417,7 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
         i = keep[j]
         slot = 0
         for jj in range(r):
-            if ws[8, jj] < ws[8, j] or (ws[8, jj] == ws[8, j] and jj < j):
+            if jj != j and _angle_before(ws, jj, j):
                 slot += 1
         if k < cap:
             out_i[0, k] = gbody[b]

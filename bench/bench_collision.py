@@ -41,6 +41,17 @@ the medians, MuJoCo's ``mj_kinematics + mj_collision`` timed in the same rounds,
 the two trees' contact arrays are identical (a digest of every field):
 
     python bench/bench_collision.py --baseline ../main-checkout [--number 50 --repeat 30 --rounds 7]
+
+With ``--trajectory``, the A/B replays trajectories instead of one state: the simulator's own
+detector (`simstep.Simulator`'s options) on G1 falling, G1 lying and Go2 standing, each a run
+of bench_step's scene from its settled state (2000, 500 and 500 steps at dt 1 ms; q and the
+step's body placements saved once in bench/results/trajectory_<scene>.npz by this tree), every
+state in order as the step calls it (``detect(q, placements)``: the pair cache and the sweep
+order evolve as in a simulation). Per block: the best of `--repeat` passes, the mean per call;
+``--evict MB`` writes a buffer of that size between calls (the caches a step's dynamics and
+solver leave behind). The digest covers every contact field of every state:
+
+    python bench/bench_collision.py --baseline ../main-checkout --trajectory [--repeat 3 --rounds 7 --evict 3]
 """
 import argparse
 import json
@@ -398,6 +409,10 @@ def ab_worker():
     cache = {}
     for line in sys.stdin:
         name, number, repeat, qpath = line.split()
+        if name.startswith("trajectory:"):     # `--trajectory` (number: the eviction in MB)
+            print(json.dumps(ab_trajectory_worker(name.split(":", 1)[1], int(repeat), float(number), cache)),
+                  flush=True)
+            continue
         if name not in cache:
             det, _ = ab_detector(name)
             q = np.load(qpath)
@@ -414,6 +429,99 @@ def ab_worker():
         step = min(timeit.repeat(lambda: det.detect(q, placements=pl), number=n, repeat=r)) / n * 1e6
         full = min(timeit.repeat(lambda: det.detect(q), number=n, repeat=r)) / n * 1e6
         print(json.dumps(dict(step=step, detect=full, contacts=k, digest=digest)), flush=True)
+
+
+TRAJECTORIES = {"g1_falling": 2000, "g1_lying": 500, "go2_standing": 500}
+CONTACT_FIELDS = ("body1", "body2", "geom1", "geom2", "key", "position", "frame", "distance", "friction",
+                  "restitution", "compliance")
+
+
+def trajectory(name):
+    """(q (T, nq), oR (T, n, 3, 3), op (T, n, 3)) of bench_step's scene `name` run from its
+    settled state for TRAJECTORIES[name] steps: the configurations and body placements its
+    detection sees (cached in bench/results/trajectory_<name>.npz)."""
+    path = os.path.join(HERE, "results", f"trajectory_{name}.npz")
+    if not os.path.exists(path):
+        from bench.bench_step import SCENES, settled
+        build, settle, _ = SCENES[name]
+        sim = settled(name, build()[0], settle, False)
+        qs, oR, op = [], [], []
+        for _ in range(TRAJECTORIES[name]):
+            qs.append(sim.q.copy())
+            oR.append(sim.data.oR.copy())
+            op.append(sim.data.op.copy())
+            sim.step()
+        np.savez(path, q=np.array(qs), oR=np.array(oR), op=np.array(op))
+    d = np.load(path)
+    return d["q"], d["oR"], d["op"]
+
+
+def ab_trajectory_worker(name, repeat, evict_mb, cache):
+    """One block of `--trajectory`: (best mean µs per call over `repeat` passes, contacts per
+    state, digest of all contacts)."""
+    import hashlib
+    import time
+    if name not in cache:
+        from bench.bench_step import SCENES
+        det = simstep.Simulator(SCENES[name][0]()[0], dt=1e-3).detector
+        qs, oR, op = trajectory(name)
+        pls = [(np.ascontiguousarray(oR[i]), np.ascontiguousarray(op[i])) for i in range(len(qs))]
+        h = hashlib.sha1()
+        nc = 0
+        for i in range(len(qs)):
+            c = det.detect(qs[i], placements=pls[i])
+            nc += len(c)
+            for f in CONTACT_FIELDS:
+                h.update(np.ascontiguousarray(getattr(c, f)).tobytes())
+        cache[name] = (det, qs, pls, nc / len(qs), h.hexdigest())
+    det, qs, pls, nc, digest = cache[name]
+    buf = np.zeros(max(1, int(evict_mb * 1e6 / 8)))
+    clock = time.perf_counter
+    best = np.inf
+    for _ in range(repeat):
+        total = 0.0
+        for i in range(len(qs)):
+            if evict_mb > 0:
+                buf += 1.0
+            t0 = clock()
+            det.detect(qs[i], placements=pls[i])
+            total += clock() - t0
+        best = min(best, total / len(qs))
+    return dict(step=best * 1e6, contacts=nc, digest=digest)
+
+
+def run_ab_trajectory(baseline, repeat, rounds, evict_mb):
+    """`--trajectory` blocks of the baseline tree and this tree, alternating."""
+    import subprocess
+    here = os.path.dirname(HERE)
+    trees = {"base": os.path.abspath(baseline), "new": here}
+    for name in TRAJECTORIES:     # made by this tree, read by both
+        trajectory(name)
+    procs = {t: subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ab-worker"], cwd=p, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 env=dict(os.environ, BENCH_COLLISION_TREE=p, PYTHONPATH=p))
+             for t, p in trees.items()}
+    rows = []
+    for name in TRAJECTORIES:
+        res = {t: [] for t in trees}
+        for r in range(rounds):
+            for t in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                procs[t].stdin.write(f"trajectory:{name} {evict_mb} {repeat} {os.path.join(HERE, 'results')}\n")
+                procs[t].stdin.flush()
+                res[t].append(json.loads(procs[t].stdout.readline()))
+        b, n = np.array([x["step"] for x in res["base"]]), np.array([x["step"] for x in res["new"]])
+        row = dict(scene=name, states=TRAJECTORIES[name], contacts=res["new"][0]["contacts"],
+                   identical=res["new"][0]["digest"] == res["base"][0]["digest"],
+                   base_us=float(np.median(b)), base_min_us=float(b.min()), new_us=float(np.median(n)),
+                   new_min_us=float(n.min()), ratio=float(np.median(n) / np.median(b)))
+        rows.append(row)
+        print(f"{name:<14} base {row['base_us']:6.2f} (min {row['base_min_us']:6.2f}) new {row['new_us']:6.2f} "
+              f"(min {row['new_min_us']:6.2f}) us/call x{row['ratio']:.3f} | contacts/state {row['contacts']:.1f} "
+              f"identical {row['identical']}", flush=True)
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+    return rows
 
 
 def run_ab(baseline, number, repeat, rounds):
@@ -486,10 +594,24 @@ def main():
     ap.add_argument("--save-g1-lying", action="store_true", help="write tests/data/g1_lying.npz and exit")
     ap.add_argument("--baseline", metavar="DIR", help="same-run A/B of the detection against the checkout in DIR")
     ap.add_argument("--repeat", type=int, default=30, help="--baseline: batches per block (the best is kept)")
+    ap.add_argument("--trajectory", action="store_true", help="--baseline: replay trajectories (module docstring)")
+    ap.add_argument("--evict", type=float, default=0.0, metavar="MB",
+                    help="--trajectory: buffer written between calls (MB)")
     args = ap.parse_args()
     if args.save_g1_lying:
         return save_g1_lying()
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    if args.baseline and args.trajectory:
+        print(f"load before: {open('/proc/loadavg').read().split()[:3]}")
+        rows = run_ab_trajectory(args.baseline, args.repeat, args.rounds, args.evict)
+        print(f"load after: {open('/proc/loadavg').read().split()[:3]}")
+        path = os.path.join(HERE, "results", "bench_collision_ab_trajectory.json")
+        with open(path, "w") as f:
+            json.dump(dict(benchmark="collision detection per call along trajectories, this tree against a "
+                           "baseline checkout", baseline=os.path.abspath(args.baseline), repeat=args.repeat,
+                           rounds=args.rounds, evict_mb=args.evict, rows=rows), f, indent=1)
+        print(f"wrote {path}")
+        return
     if args.baseline:
         print(f"load before: {open('/proc/loadavg').read().split()[:3]}")
         rows = run_ab(args.baseline, args.number, args.repeat, args.rounds)

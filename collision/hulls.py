@@ -11,7 +11,7 @@ from numba import njit
 
 from .jitopts import _NONRT, _NONRT_INLINE
 
-HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark su sv order stack")
+HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark su sv order stack seedv adjv")
 HullGraph.__doc__ = """Vertex adjacency of every convex hull, for hill-climbing support queries.
 
 adj_off (NV+1,) int64, adj (E,) int64: CSR neighbour lists of the hull vertices (global
@@ -20,7 +20,12 @@ hull geometry the vertices extreme along the 14 directions ±x, ±y, ±z, (±1, 
 frame (starting points of the climb); -1 rows for the other geometries. Scratch of
 `hull_support_set`: queue (NV,) int64, mark (NV+1,) int64 (visit stamps, the last entry
 the current stamp). Scratch of the ordered faces (`support._hull_face`): projections su, sv
-(NV,), sort order (NV,) int64, monotone-chain stack (2 NV + 1,) int64."""
+(NV,), sort order (NV,) int64, monotone-chain stack (2 NV + 1,) int64.
+
+Copies of vertex coordinates laid out in the order the queries read them (a query then reads
+a few contiguous cache lines instead of one line per vertex: the hull data of a robot, ~2 MB
+for G1, does not stay in cache between two steps): seedv (ng, NSEED, 3) the seeds'
+coordinates (``cverts[seed]``), adjv (E, 3) each neighbour's (``cverts[adj]``)."""
 NSEED = 14
 
 
@@ -34,24 +39,24 @@ def hull_climb(g, cverts, hg, l0, l1, l2, start):
     Johnson and Keerthi, IEEE J. Robot. Autom. 1988, evaluated by hill climbing as in Cameron,
     ICRA 1997, "Enhancing GJK"), so the height does not depend on the start; on ties the
     vertex may."""
+    sv = hg.seedv
     best = hg.seed[g, 0]
-    hb = cverts[best, 0] * l0 + cverts[best, 1] * l1 + cverts[best, 2] * l2
+    hb = sv[g, 0, 0] * l0 + sv[g, 0, 1] * l1 + sv[g, 0, 2] * l2
     for j in range(1, NSEED):
-        v = hg.seed[g, j]
-        s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
+        s = sv[g, j, 0] * l0 + sv[g, j, 1] * l1 + sv[g, j, 2] * l2
         if s > hb:
-            best, hb = v, s
+            best, hb = hg.seed[g, j], s
     if start >= 0:
         s = cverts[start, 0] * l0 + cverts[start, 1] * l1 + cverts[start, 2] * l2
         if s > hb:
             best, hb = start, s
+    av = hg.adjv
     while True:
         nxt = best
         for e in range(hg.adj_off[best], hg.adj_off[best + 1]):
-            v = hg.adj[e]
-            s = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
+            s = av[e, 0] * l0 + av[e, 1] * l1 + av[e, 2] * l2
             if s > hb:
-                nxt, hb = v, s
+                nxt, hb = hg.adj[e], s
         if nxt == best:
             return best, hb
         best = nxt
@@ -70,8 +75,12 @@ def hull_support_set(g, cverts, hg, l0, l1, l2, tol):
 def hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol):
     """The superlevel set v · l ≥ hmax − tol of a hull by a flood fill over its edge graph
     from v0, a vertex of maximum height hmax (`hull_climb`; on a convex polytope such a set
-    is connected): global indices into hg.queue[:m], ascending. Returns m."""
-    mark, queue = hg.mark, hg.queue
+    is connected): global indices into hg.queue[:m], ascending. Returns m.
+
+    Only the vertices of the set are marked (a neighbour below the threshold is tested again
+    from each of its neighbours in the set: its height is read from the contiguous adjv, where
+    a mark would cost a cache line of its own)."""
+    mark, queue, av = hg.mark, hg.queue, hg.adjv
     ns = mark.shape[0] - 1
     mark[ns] += 1
     stamp = mark[ns]
@@ -84,13 +93,14 @@ def hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol):
         u = queue[head]
         head += 1
         for e in range(hg.adj_off[u], hg.adj_off[u + 1]):
+            if not av[e, 0] * l0 + av[e, 1] * l1 + av[e, 2] * l2 >= thr:   # (a nan height is not in the set)
+                continue
             v = hg.adj[e]
             if mark[v] == stamp:
                 continue
             mark[v] = stamp
-            if cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2 >= thr:
-                queue[m] = v
-                m += 1
+            queue[m] = v
+            m += 1
     gap = m // 2   # Shell sort (gaps halving): index order
     while gap > 0:
         for i in range(gap, m):

@@ -280,66 +280,104 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
 
 
 @njit(**_NONRT)
-def _mid(PA, PB, i, k):
-    return 0.5 * (PA[i, k] + PB[i, k])
-
-
-@njit(**_NONRT)
-def _tri(PA, PB, a, b, c, V):
-    """((P_b - P_a) × (P_c - P_a)) · n for the patch midpoints P (twice the signed area),
-    n = V[_VN]."""
-    ux, uy, uz = _mid(PA, PB, b, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, b, 1) - _mid(PA, PB, a, 1), \
-        _mid(PA, PB, b, 2) - _mid(PA, PB, a, 2)
-    vx, vy, vz = _mid(PA, PB, c, 0) - _mid(PA, PB, a, 0), _mid(PA, PB, c, 1) - _mid(PA, PB, a, 1), \
-        _mid(PA, PB, c, 2) - _mid(PA, PB, a, 2)
-    return (uy * vz - uz * vy) * V[_VN, 0] + (uz * vx - ux * vz) * V[_VN, 1] + (ux * vy - uy * vx) * V[_VN, 2]
-
-
-@njit(**_NONRT)
-def reduce_patch(PA, PB, m, V, keep):
+def reduce_patch(PA, PB, m, V, keep, ws):
     """Indices (into keep) of at most 4 points of the patch: the deepest, the farthest from
-    it, the one maximizing the triangle area, then the one adding the most area."""
+    it, the one maximizing the triangle area, then the one adding the most area.
+
+    Areas are those of the patch midpoints X_i = (PA_i + PB_i) / 2, computed once into rows
+    2-4 of the scratch ws (NWS, MAXF), seen along n = V[_VN]: twice the signed area of
+    (X_a, X_b, X_c) is ((X_b − X_a) × (X_c − X_a)) · n, each triangle's first edge
+    X_b − X_a computed once (`_tri2` evaluates the rest)."""
     if m <= 4:
         for i in range(m):
             keep[i] = i
         return m
+    n0, n1, n2 = V[_VN, 0], V[_VN, 1], V[_VN, 2]
     i0, d0 = 0, np.inf
     for i in range(m):
         di = _dotrr(PB, i, V, _VN) - _dotrr(PA, i, V, _VN)
         if di < d0 - 1e-12:
             i0, d0 = i, di
+        ws[2, i] = 0.5 * (PA[i, 0] + PB[i, 0])
+        ws[3, i] = 0.5 * (PA[i, 1] + PB[i, 1])
+        ws[4, i] = 0.5 * (PA[i, 2] + PB[i, 2])
+    x0, y0, z0 = ws[2, i0], ws[3, i0], ws[4, i0]
     i1, best = -1, -1.0
     for i in range(m):
-        s = 0.0
-        for k in range(3):
-            e = _mid(PA, PB, i, k) - _mid(PA, PB, i0, k)
-            s += e * e
+        ex, ey, ez = ws[2, i] - x0, ws[3, i] - y0, ws[4, i] - z0
+        s = ex * ex + ey * ey + ez * ez
         if s > best + 1e-18:
             best, i1 = s, i
+    ux, uy, uz = ws[2, i1] - x0, ws[3, i1] - y0, ws[4, i1] - z0
     i2, best = -1, -1.0
     for i in range(m):
-        s = abs(_tri(PA, PB, i0, i1, i, V))
+        s = abs(_tri2(ux, uy, uz, ws[2, i] - x0, ws[3, i] - y0, ws[4, i] - z0, n0, n1, n2))
         if s > best + 1e-18:
             best, i2 = s, i
     if best <= 1e-18:
         keep[0], keep[1] = i0, i1
         return 2
-    orient = 1.0 if _tri(PA, PB, i0, i1, i2, V) > 0 else -1.0
+    orient = 1.0 if _tri2(ux, uy, uz, ws[2, i2] - x0, ws[3, i2] - y0, ws[4, i2] - z0, n0, n1, n2) > 0 else -1.0
+    # the triangle's edges a → b: (i0, i1) is u; (i1, i2) and (i2, i0)
+    x1, y1, z1 = ws[2, i1], ws[3, i1], ws[4, i1]
+    x2, y2, z2 = ws[2, i2], ws[3, i2], ws[4, i2]
+    ax, ay, az = x2 - x1, y2 - y1, z2 - z1
+    bx, by, bz = x0 - x2, y0 - y2, z0 - z2
     i3, best = -1, 1e-18
     for i in range(m):
         if i == i0 or i == i1 or i == i2:
             continue
-        for q in range(3):
-            a = i0 if q == 0 else (i1 if q == 1 else i2)
-            b = i1 if q == 0 else (i2 if q == 1 else i0)
-            s = -orient * _tri(PA, PB, a, b, i, V)  # > 0: outside edge a-b
-            if s > best + 1e-18:
-                best, i3 = s, i
+        px, py, pz = ws[2, i], ws[3, i], ws[4, i]
+        # > 0: outside the edge
+        s = -orient * _tri2(ux, uy, uz, px - x0, py - y0, pz - z0, n0, n1, n2)
+        if s > best + 1e-18:
+            best, i3 = s, i
+        s = -orient * _tri2(ax, ay, az, px - x1, py - y1, pz - z1, n0, n1, n2)
+        if s > best + 1e-18:
+            best, i3 = s, i
+        s = -orient * _tri2(bx, by, bz, px - x2, py - y2, pz - z2, n0, n1, n2)
+        if s > best + 1e-18:
+            best, i3 = s, i
     keep[0], keep[1], keep[2] = i0, i1, i2
     if i3 < 0:
         return 3
     keep[3] = i3
     return 4
+
+
+@njit(**_NONRT)
+def _tri2(ux, uy, uz, vx, vy, vz, n0, n1, n2):
+    """(u × v) · n."""
+    return (uy * vz - uz * vy) * n0 + (uz * vx - ux * vz) * n1 + (ux * vy - uy * vx) * n2
+
+
+@njit(**_NONRT)
+def _angle(u, v):
+    """Angle of (u, v) in [0, 2π) (arctan2 shifted; −0.0 counts as 0)."""
+    th = np.arctan2(v, u)
+    if th < 0:
+        th += 2.0 * np.pi
+    return th
+
+
+@njit(**_NONRT)
+def _angle_before(ws, a, b):
+    """True if point a of a patch comes before point b in `emit_patch`'s slot order: its
+    `_angle` (u, v in rows 7, 8 of ws) is smaller, or equal and a < b.
+
+    The angles themselves (two arctan2) only for nearly parallel or opposite points (sine of
+    the angle between them below 1e-9, or a point at the centroid): otherwise the order is
+    that of the half planes [0, π] / (π, 2π) and the sign of the cross product, which the
+    rounding of the angles (~1e-15 rad) cannot reverse, so the slots are the same."""
+    ua, va, ub, vb = ws[7, a], ws[8, a], ws[7, b], ws[8, b]
+    c = ua * vb - va * ub
+    if abs(c) > 1e-9 * ((abs(ua) + abs(va)) * (abs(ub) + abs(vb))):
+        la, lb = va < 0, vb < 0        # in the lower half plane, angle in (π, 2π)
+        if la != lb:
+            return lb
+        return c > 0
+    ta, tb = _angle(ua, va), _angle(ub, vb)
+    return ta < tb or (ta == tb and a < b)
 
 
 @njit(**_NONRT_INLINE)
@@ -354,7 +392,7 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
     Friction = sqrt(μa μb), restitution = max(ea, eb), compliance = ca + cb.
     keep (4,) int64, ws (NWS, MAXF): scratch.
     Returns the new k (counts past cap so the caller can grow the buffers)."""
-    r = reduce_patch(PA, PB, m, V, keep)
+    r = reduce_patch(PA, PB, m, V, keep, ws)
     col = 0
     if abs(gR[b, 0, 0] * V[_VN, 0] + gR[b, 1, 0] * V[_VN, 1] + gR[b, 2, 0] * V[_VN, 2]) > 0.9:
         col = 1
@@ -367,14 +405,10 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
         i = keep[j]
         cu += 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) / r
         cv += 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) / r
-    for j in range(r):
+    for j in range(r):   # each point about the centroid (u, v) in rows 7, 8 of ws
         i = keep[j]
-        u = 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) - cu
-        v = 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) - cv
-        th = np.arctan2(v, u)
-        if th < 0:
-            th += 2.0 * np.pi
-        ws[8, j] = th if r > 1 else 0.0
+        ws[7, j] = 0.5 * (_dotrr(PA, i, V, _VT1) + _dotrr(PB, i, V, _VT1)) - cu
+        ws[8, j] = 0.5 * (_dotrr(PA, i, V, _VT2) + _dotrr(PB, i, V, _VT2)) - cv
     mu = np.sqrt(gfric[a] * gfric[b])
     e = max(grest[a], grest[b])
     cmp = gcomp[a] + gcomp[b]
@@ -383,7 +417,7 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
         i = keep[j]
         slot = 0
         for jj in range(r):
-            if ws[8, jj] < ws[8, j] or (ws[8, jj] == ws[8, j] and jj < j):
+            if jj != j and _angle_before(ws, jj, j):
                 slot += 1
         if k < cap:
             out_i[0, k] = gbody[b]

@@ -90,8 +90,9 @@ _SEED_DIRS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], 
 def hull_graph(cverts, coff, ctris):
     """`hulls.HullGraph` of the convex hulls: vertex adjacency from the hull triangles
     (ctris[g]: (nt, 3) local vertex indices of geometry g, None for other kinds) as CSR
-    arrays over the global vertex indices of cverts, NSEED seed vertices per hull, and the
-    scratch of the support-set flood fill and of the ordered faces."""
+    arrays over the global vertex indices of cverts, NSEED seed vertices per hull, the
+    scratch of the support-set flood fill and of the ordered faces, and the copies of the
+    seeds' and the neighbours' coordinates the queries read."""
     ng = len(ctris)
     nv = cverts.shape[0]
     edges = [np.zeros((0, 2), dtype=np.int64)]
@@ -106,9 +107,11 @@ def hull_graph(cverts, coff, ctris):
     e = np.unique(np.concatenate(edges), axis=0)          # sorted by source vertex
     adj_off = np.zeros(nv + 1, dtype=np.int64)
     np.add.at(adj_off, e[:, 0] + 1, 1)
-    return HullGraph(np.cumsum(adj_off), np.ascontiguousarray(e[:, 1]), seed, np.zeros(nv, dtype=np.int64),
+    adj = np.ascontiguousarray(e[:, 1])
+    seedv = np.ascontiguousarray(cverts[np.where(seed >= 0, seed, 0)])     # (ng, NSEED, 3)
+    return HullGraph(np.cumsum(adj_off), adj, seed, np.zeros(nv, dtype=np.int64),
                      np.zeros(nv + 1, dtype=np.int64), np.zeros(nv), np.zeros(nv), np.zeros(nv, dtype=np.int64),
-                     np.zeros(2 * nv + 1, dtype=np.int64))
+                     np.zeros(2 * nv + 1, dtype=np.int64), seedv, np.ascontiguousarray(cverts[adj]))
 
 
 def _positive(g, vals, what):

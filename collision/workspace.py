@@ -13,7 +13,7 @@ from numba import njit
 from .jitopts import _JIT, _NONRT, _NONRT_INLINE
 
 MAXF = 64           # max points of one support feature / clipped polygon
-NWS = 9             # rows of the scalar workspace ws (NWS, MAXF); row 8: angles in emit_patch
+NWS = 9             # rows of the scalar workspace ws (NWS, MAXF); rows 7, 8: points about the centroid in emit_patch
 
 # rows of the 3-vector workspace V (NV3, 3) shared by the narrow phase and the patch code
 (_VT1, _VT2, _VXA0, _VXAN, _VXB0, _VXBN, _VEX0, _VN, _VPLA0, _VPLA1, _VPLB0, _VPLB1,

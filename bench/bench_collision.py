@@ -490,25 +490,44 @@ def ab_trajectory_worker(name, repeat, evict_mb, cache):
     return dict(step=best * 1e6, contacts=nc, digest=digest)
 
 
+def ab_workers(baseline):
+    """The `--ab-worker` processes of the checkout in `baseline` and of this tree: {"base": …, "new": …}."""
+    import subprocess
+    trees = {"base": os.path.abspath(baseline), "new": os.path.dirname(HERE)}
+    return {t: subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ab-worker"], cwd=p, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                env=dict(os.environ, BENCH_COLLISION_TREE=p, PYTHONPATH=p))
+            for t, p in trees.items()}
+
+
+def ab_round(procs, r, request):
+    """One block per worker: `request` sent to each, base first in even rounds r and last in odd
+    ones; [(tree, its JSON reply)] in the order they ran."""
+    out = []
+    for t in (list(procs) if r % 2 == 0 else list(procs)[::-1]):
+        procs[t].stdin.write(request + "\n")
+        procs[t].stdin.flush()
+        out.append((t, json.loads(procs[t].stdout.readline())))
+    return out
+
+
+def ab_close(procs):
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+
+
 def run_ab_trajectory(baseline, repeat, rounds, evict_mb):
     """`--trajectory` blocks of the baseline tree and this tree, alternating."""
-    import subprocess
-    here = os.path.dirname(HERE)
-    trees = {"base": os.path.abspath(baseline), "new": here}
     for name in TRAJECTORIES:     # made by this tree, read by both
         trajectory(name)
-    procs = {t: subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ab-worker"], cwd=p, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 env=dict(os.environ, BENCH_COLLISION_TREE=p, PYTHONPATH=p))
-             for t, p in trees.items()}
+    procs = ab_workers(baseline)
     rows = []
     for name in TRAJECTORIES:
-        res = {t: [] for t in trees}
+        res = {t: [] for t in procs}
         for r in range(rounds):
-            for t in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
-                procs[t].stdin.write(f"trajectory:{name} {evict_mb} {repeat} {os.path.join(HERE, 'results')}\n")
-                procs[t].stdin.flush()
-                res[t].append(json.loads(procs[t].stdout.readline()))
+            for t, out in ab_round(procs, r, f"trajectory:{name} {evict_mb} {repeat} {os.path.join(HERE, 'results')}"):
+                res[t].append(out)
         b, n = np.array([x["step"] for x in res["base"]]), np.array([x["step"] for x in res["new"]])
         row = dict(scene=name, states=TRAJECTORIES[name], contacts=res["new"][0]["contacts"],
                    identical=res["new"][0]["digest"] == res["base"][0]["digest"],
@@ -518,24 +537,16 @@ def run_ab_trajectory(baseline, repeat, rounds, evict_mb):
         print(f"{name:<14} base {row['base_us']:6.2f} (min {row['base_min_us']:6.2f}) new {row['new_us']:6.2f} "
               f"(min {row['new_min_us']:6.2f}) us/call x{row['ratio']:.3f} | contacts/state {row['contacts']:.1f} "
               f"identical {row['identical']}", flush=True)
-    for p in procs.values():
-        p.stdin.close()
-        p.wait()
+    ab_close(procs)
     return rows
 
 
 def run_ab(baseline, number, repeat, rounds):
     """Blocks of the baseline tree, this tree and MuJoCo, alternating (see the module docstring)."""
-    import subprocess
     import tempfile
     import mujoco
     from bench.bench_step import mujoco_qpos, robot_mujoco
-    here = os.path.dirname(HERE)
-    trees = {"base": os.path.abspath(baseline), "new": here}
-    procs = {t: subprocess.Popen([sys.executable, os.path.abspath(__file__), "--ab-worker"], cwd=p, text=True,
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 env=dict(os.environ, BENCH_COLLISION_TREE=p, PYTHONPATH=p))
-             for t, p in trees.items()}
+    procs = ab_workers(baseline)
     rows = []
     tmp = tempfile.mkdtemp()
     for name in AB_SCENES:
@@ -553,13 +564,11 @@ def run_ab(baseline, number, repeat, rounds):
             def mj():
                 mujoco.mj_kinematics(mjm, mjd)
                 mujoco.mj_collision(mjm, mjd)
-        res = {t: [] for t in trees}
+        res = {t: [] for t in procs}
         mjt = []
         for r in range(rounds):
-            for t in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
-                procs[t].stdin.write(f"{name} {number} {repeat} {qpath}\n")
-                procs[t].stdin.flush()
-                res[t].append(json.loads(procs[t].stdout.readline()))
+            for t, out in ab_round(procs, r, f"{name} {number} {repeat} {qpath}"):
+                res[t].append(out)
             if mj is not None:
                 mjt.append(min(timeit.repeat(mj, number=number, repeat=repeat)) / number * 1e6)
         row = dict(scene=name, contacts=res["new"][0]["contacts"], base_contacts=res["base"][0]["contacts"],
@@ -578,9 +587,7 @@ def run_ab(baseline, number, repeat, rounds):
               f"detect(q): base {row['detect_base_us']:6.1f} new {row['detect_new_us']:6.1f} "
               f"x{row['detect_ratio']:.3f} | contacts {row['contacts']:3d} identical {row['identical']}{mjtxt}",
               flush=True)
-    for p in procs.values():
-        p.stdin.close()
-        p.wait()
+    ab_close(procs)
     return rows
 
 

@@ -179,8 +179,7 @@ class Simulator:
         self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == FREE_BODY))
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
-        self._zero_tau = np.zeros(self.model.nv)
-        self._zero_v = np.zeros(self.model.nv)     # Δv of a step without constraint rows
+        self._zero_v = np.zeros(self.model.nv)     # read only: τ without actuation, Δv without constraint rows
         # materials are fixed for the simulator's life: skip the per-step checks when none has them
         self._any_compliance = bool(np.any(self.detector.shapes.compliance))
         self._any_restitution = bool(np.any(self.detector.shapes.restitution))
@@ -400,7 +399,7 @@ class Simulator:
         m = self.model
         if tau is None:
             tau = self.actuation(self) if callable(self.actuation) else self.actuation
-        tau = self._zero_tau if tau is None else m.check_v(tau, "tau")
+        tau = self._zero_v if tau is None else m.check_v(tau, "tau")
         if self._pd is not None:
             tau = tau + self._pd(self)
         if self._damped:

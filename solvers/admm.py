@@ -619,10 +619,6 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     step = cond ** factor
     tol_s = tol * sc.max()       # r_d is a scaled velocity: the physical test is triggered generously
     y = x.copy()
-    if ncp:
-        desaxce_kernel(kind, start, param_s, z, s)          # step 1 for the first iteration
-    else:
-        s[:] = 0.0
     trho = tau * rho
     dvec = np.empty(m)
     afac, adn = fac, dn          # the iterations' factorisation; with polishes, in storage of its own
@@ -630,8 +626,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         afac, adn = op_spare_factor(dense, fac, dn)
     op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
     rhs = np.empty(m)
-    for r in range(m):
-        rhs[r] = -(g_s[r] + s[r]) + trho * y[r] + mu_prox * x[r] + z[r]
+    next_rhs_kernel(kind, start, param_s, g_s, x, y, z, trho, mu_prox, ncp, rhs, s)   # step 1 for the first iteration
     x_prev = x.copy()
     xn = np.empty(m)
     xw_p = np.empty(m)

@@ -18,6 +18,14 @@ Around the iterations (`admm_kernel`):
 - polish (`polish_kernel`): the warm start's contact modes (sticking, sliding, separated) are
   taken as right and the sticking rows corrected by one least-squares solve; on a settled
   pile this is the whole solve. Retried from the iterate's modes at iterations 10, 20, 40, 80;
+- Newton polish (`newton_polish.active_newton_kernel`, setting ``newton_rows``, default 96): the
+  contact law solved on guessed modes with sliding contacts too (a sliding contact's force angle
+  and slip speed as unknowns), by Newton's method on the dense block of the active rows, with
+  mode corrections; tried from the warm start (after its polish) and at iterations 10, 20 and
+  40, when the active rows number at most ``newton_rows``; accepted only if it meets the
+  stopping test below. A falling robot's contacts mostly slide, which the polish above cannot
+  finish: on 1000 recorded G1-falling problems the ADMM iterations fell from 41.5 to about 11
+  mean (p95 84 → 20), the Newton steps averaging 10 (accepted or not);
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse
@@ -68,9 +76,12 @@ from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_ke
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
+from . import newton_polish as _newton_polish
+from .newton_polish import active_newton_kernel
 
 # admm_kernel compiles in the operator and cone kernels
-drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__, models.dynamics.__file__, models.kinematics.__file__,
+drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__,
+                            _newton_polish.__file__, models.dynamics.__file__, models.kinematics.__file__,
                             models.spatial.__file__, models.joints.__file__])
 
 
@@ -98,6 +109,8 @@ class ADMMSettings:
     keep_rho_power: bool = True      # reuse the last ρ exponent at the next solve
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
+    newton_rows: int = 96            # the active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
+    newton_steps: int = 12           # its Newton steps per attempt (from the warm start, at iterations 10, 20, 40)
 
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):
@@ -111,6 +124,10 @@ class ADMMSettings:
         if isinstance(self.anderson, bool) or not isinstance(self.anderson, (int, np.integer)) or \
                 not 0 <= self.anderson <= 50:
             raise ValueError(f"anderson must be an integer memory in [0, 50], got {self.anderson!r}")
+        if not (isinstance(self.newton_rows, (int, np.integer)) and self.newton_rows >= 0 and
+                isinstance(self.newton_steps, (int, np.integer)) and self.newton_steps >= 1):
+            raise ValueError(f"newton_rows must be an integer ≥ 0 and newton_steps ≥ 1, got {self.newton_rows!r}, "
+                             f"{self.newton_steps!r}")
         if self.update_rule not in ("spectral", "osqp"):
             raise ValueError(f"update_rule must be 'spectral' or 'osqp', got {self.update_rule!r}")
 
@@ -137,6 +154,7 @@ class ADMMResult:
     history: list = field(default_factory=list)
     warm_next: np.ndarray | None = None     # the next step's warm start (see `ADMMSolver.solve`)
     velocity_change: np.ndarray | None = None   # M⁻¹ Jᵀ λ (nv,): v's change by λ (matrix-free operators, else None)
+    newton_steps: int = 0        # Newton steps of the active-set Newton polish (`newton_polish`), accepted or not
 
 
 @njit(cache=True, _nrt=False)
@@ -198,6 +216,24 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
         for r in range(g.shape[0]):
             sigma[r] += s[r]
     return velocity_residual_kernel(kind, start, size, param, lam, sigma)
+
+
+@njit(cache=True)
+def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, delta, cols, col_of,
+               ncols, sw, lam_out, sigma_out, steps):
+    """One attempt of the active-set Newton polish (`newton_polish.active_newton_kernel`) from λ0:
+    σ0 = (G + R_c) λ0 + g into the workspace sw, the Newton solve into λ_out, and if it succeeded
+    σ'_out and the Coulomb residual of (λ_out, σ'_out). Adds its Newton steps to steps[0];
+    returns (ncols, success, (residual, complementarity))."""
+    constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam0, sw)
+    k, good, ncols = active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sw,
+                                          max_steps, delta, cols, col_of, ncols, lam_out)
+    steps[0] += k
+    r = (np.inf, np.inf)
+    if good:
+        r = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
+                                      sigma_out, sw)
+    return ncols, good, r
 
 
 @njit(cache=True)
@@ -492,18 +528,20 @@ SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.b
                         ("tol", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
                         ("rho_factor", np.float64), ("L", np.float64), ("rho_min", np.float64),
                         ("relaxation", np.float64), ("scaling", np.float64), ("L_scaled", np.float64),
-                        ("anderson", np.int64)], align=True)
+                        ("anderson", np.int64), ("newton_rows", np.int64), ("newton_steps", np.int64)], align=True)
 """One solve's settings for the kernel, a record (the kernel takes a (1,) array of it: one
 argument to unbox, where a named tuple of 18 fields costs about 1.5 µs a call): `ADMMSettings`'
 names; tol in m/s, L = λ_max(G), rho_min the smallest damping μ_prox + min R_c, L_scaled
-λ_max(S G S) if known else 0, anderson the memory, 0: off."""
+λ_max(S G S) if known else 0, anderson the memory, 0: off; newton_rows, newton_steps the
+Newton polish's limits (0 rows: off)."""
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
-                                     "polish_solves", "eigenvalue_used", "polished", "velocity_change"])
+                                     "polish_solves", "eigenvalue_used", "polished", "velocity_change",
+                                     "newton_steps"])
 
 
 @njit(cache=True)
-def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished):
+def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, n_newton=0):
     """`KernelOut` of a solve whose impulses are λ, with dv (nv,) = M⁻¹ Jᵀ λ and velocity_change
     True on a matrix-free operator with a non-empty dv (`opstate.op_jt_minv`)."""
     if (it == 0 or polished) and not state.dense and dv.shape[0] > 0:
@@ -517,7 +555,7 @@ def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, 
         has_dv = True
     else:
         has_dv = op_jt_minv(state.dense, state.geo, state.ws, lam, dv)
-    return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv)
+    return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv, n_newton)
 
 
 @njit(cache=True)
@@ -549,7 +587,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     for r in range(g.shape[0]):
         total += g[r]
     if not math.isfinite(total):
-        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False)
+        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0)
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
     sp = prm[0]
     max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
@@ -595,6 +633,23 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                                True)
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
+    # the active-set Newton polish (`newton_polish`): its columns of G kept for the whole solve
+    newton = polish and sp.newton_rows > 0
+    n_newton_tries, nw_cols = 0, 0
+    nw_steps = np.zeros(1, np.int64)
+    nw_G = np.empty((sp.newton_rows if newton else 0, m))
+    nw_col_of = np.full(m, -1, np.int64)
+    if newton and warm:          # from the warm start's modes, before any iteration
+        n_newton_tries += 1
+        xw_n = np.empty(m)
+        nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, x,
+                                        sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps)
+        if good and rnw[0] <= tol:
+            lam[:] = xw_n
+            return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
+                               False, nw_steps[0])
+        if good and rnw[0] < best[0]:
+            best_lam[:], best_sig[:], best = xw_n, sigma, rnw
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
     sc = np.ones(m)
     scaled = p_scale > 0.0
@@ -690,6 +745,17 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                                    L, True)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
+            if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
+                n_newton_tries += 1
+                nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
+                                                sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_p, sigma,
+                                                nw_steps)
+                if good and rnw[0] <= tol:
+                    lam[:] = xw_p
+                    return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,
+                                       n_polish, L, False, nw_steps[0])
+                if good and rnw[0] < best[0]:
+                    best_lam[:], best_sig[:], best = xw_p, sigma, rnw
         if mem > 0 and aa_rejects < 3:
             was_mixed = aa_last
             aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = anderson_update(
@@ -726,7 +792,8 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             yp[:], sigma[:] = best_lam, best_sig
             rv, rc = best
     lam[:] = yp
-    return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False)
+    return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False,
+                       nw_steps[0])
 
 
 class _Matvec:
@@ -821,7 +888,7 @@ class ADMMSolver:
         prm[0] = (int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
                   int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
                   float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
-                  float(st.scaling), float(L_scaled), int(st.anderson))
+                  float(st.scaling), float(L_scaled), int(st.anderson), int(st.newton_rows), int(st.newton_steps))
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)
@@ -849,4 +916,5 @@ class ADMMSolver:
                           complementarity=k.complementarity, rho=rho, rho_updates=k.rho_updates, max_eigenvalue=L,
                           warm_started=k.warm_started, time=time.perf_counter() - t0,
                           velocity_residual=k.velocity_residual, polish_solves=k.polish_solves, history=history,
-                          warm_next=warm_next, velocity_change=dv if k.velocity_change else None)
+                          warm_next=warm_next, velocity_change=dv if k.velocity_change else None,
+                          newton_steps=k.newton_steps)

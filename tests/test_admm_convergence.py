@@ -310,7 +310,7 @@ def test_diagonal_scaling_on_a_falling_humanoid(name):
     G, g, cones, x0, L, blocks = falling_problem(name)
     runs = {}
     for p in (0.0, 0.35, 0.5):
-        s = ADMMSolver(ADMMSettings(max_iter=1500, scaling=p, anderson=0))   # the plain iteration
+        s = ADMMSolver(ADMMSettings(max_iter=1500, scaling=p, anderson=0, newton_rows=0))   # the plain iteration
         runs[p] = s.solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
     assert not runs[0.0].converged
     assert runs[0.35].converged and runs[0.35].iterations < 300
@@ -371,8 +371,8 @@ def test_anderson_acceleration_on_a_falling_humanoid(name):
     dense G, impulses in their cones) in fewer iterations than the plain iteration (measured
     plain 171 and 169, accelerated 71 and 65)."""
     G, g, cones, x0, L, blocks = falling_problem(name)
-    plain = ADMMSolver(ADMMSettings(anderson=0)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
-    fast = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
+    plain = ADMMSolver(ADMMSettings(anderson=0, newton_rows=0)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
+    fast = ADMMSolver(ADMMSettings(newton_rows=0)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
     assert ADMMSettings().anderson == 10
     assert plain.converged and fast.converged and fast.iterations < 0.5 * plain.iterations
     assert kkt_violation(G, g, blocks, fast.lam) < 2e-6

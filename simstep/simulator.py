@@ -510,7 +510,7 @@ class Simulator:
         elif self.solver_name == "admm":
             res = self.admm.solve(problem)
             lam, warm_lam, dv = res.lam, res.warm_next, res.velocity_change
-            st.iterations, st.converged = res.iterations, res.converged
+            st.iterations, st.converged, st.newton_steps = res.iterations, res.converged, res.newton_steps
             st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
             st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
             st.velocity_residual = res.velocity_residual

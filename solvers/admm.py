@@ -77,7 +77,7 @@ from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
 from . import newton_polish as _newton_polish
-from .newton_polish import active_newton_kernel
+from .newton_polish import active_newton_kernel, sliding_within
 
 # admm_kernel compiles in the operator and cone kernels
 drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__,
@@ -622,23 +622,26 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
-    if polish and warm:          # the previous step's contact modes, solved exactly
-        n_polish += 1
-        for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
-            sw[r] = z[r] - s[r] if ncp else z[r]
-        rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
-                             fixed, lam, sigma)
-        if rpol[0] <= tol:
-            return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
-                               True)
-        if rpol[0] < best[0]:
-            best_lam[:], best_sig[:], best = lam, sigma, rpol
     # the active-set Newton polish (`newton_polish`): its columns of G kept for the whole solve
     newton = polish and sp.newton_rows > 0
     n_newton_tries, nw_cols = 0, 0
     nw_steps = np.zeros(1, np.int64)
     nw_G = np.empty((sp.newton_rows if newton else 0, m))
     nw_col_of = np.full(m, -1, np.int64)
+    if polish and warm:          # the previous step's contact modes, solved exactly
+        for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
+            sw[r] = z[r] - s[r] if ncp else z[r]
+        # with sliding contacts this polish (which keeps their impulses) did not succeed once in
+        # 468 recorded G1-falling solves: Newton, which solves them too, goes first then
+        if not (newton and sliding_within(kind, start, size, param, x, sw, sp.newton_rows)):
+            n_polish += 1
+            rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x,
+                                 sw, fixed, lam, sigma)
+            if rpol[0] <= tol:
+                return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
+                                   True)
+            if rpol[0] < best[0]:
+                best_lam[:], best_sig[:], best = lam, sigma, rpol
     if newton and warm:          # from the warm start's modes, before any iteration
         n_newton_tries += 1
         xw_n = np.empty(m)

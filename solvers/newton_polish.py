@@ -63,6 +63,20 @@ def guess_modes_kernel(kind, start, param, lam, sigma, mode):
 
 
 @njit(cache=True)
+def sliding_within(kind, start, size, param, lam, sigma, max_rows):
+    """True if the modes of (λ, σ) (`guess_modes_kernel`) have a sliding contact and at most
+    max_rows active rows: a problem for this polish rather than the sticking-only one."""
+    mode = np.empty(kind.shape[0], np.int64)
+    guess_modes_kernel(kind, start, param, lam, sigma, mode)
+    n, slide = 0, False
+    for b in range(kind.shape[0]):
+        if mode[b] != SEP:
+            n += size[b]
+        slide = slide or mode[b] == SLIDE
+    return slide and n <= max_rows
+
+
+@njit(cache=True)
 def lu_factor(A, piv):
     """A = P L U in place (Gaussian elimination with partial pivoting, LAPACK's getrf layout), the
     row swaps in piv (n,); False if a pivot is zero or not finite."""
@@ -336,6 +350,8 @@ def active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, ha
     for rnd in range(8):
         _set_sliding(kind, start, size, param, mode, theta, lam)
         rows, blk = _active_rows(kind, start, size, mode)
+        if rows.shape[0] > cols.shape[0]:
+            break
         GA, gA, nc = _dense_block(dense, geo, ws, dn, g, Rc, has_rc, rows, cols, col_of, ncols)
         if nc < 0:
             return steps, False, ncols

@@ -110,7 +110,7 @@ class ADMMSettings:
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
     newton_rows: int = 96            # the active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
-    newton_steps: int = 12           # its Newton steps per attempt (from the warm start, at iterations 10, 20, 40)
+    newton_steps: int = 30           # its Newton steps per attempt (from the warm start, at iterations 10, 20, 40)
 
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):

@@ -18,8 +18,8 @@ the slip direction σ_t / ‖σ_t‖ would not be. Each Newton step solves the d
 with a damping δ on the sticking rows' impulses (δ λ: the rows of a redundant patch, the four
 corners of a face, are singular otherwise; δ ≪ diag G) and backtracks on ‖F‖₂. Mode changes
 after a round: a sticking contact whose λ leaves its cone slides (θ from λ_t, γ = 0), a sliding
-one whose γ < 0 sticks, λ_n < 0 separates, a separated one that approaches (σ_n < 0) sticks;
-limits likewise. The caller accepts the result only if its Coulomb residual
+one whose γ < 0 sticks, λ_n < 0 separates, a separated one that approaches (σ_n < 0) sticks, or
+slides against its tangential velocity if that is faster than its approach; limits likewise. The caller accepts the result only if its Coulomb residual
 (`cones.velocity_residual_kernel`, the ADMM's stopping test) is within tolerance, so a wrong
 guess costs time, never accuracy.
 
@@ -233,7 +233,8 @@ def _newton_round(kind, start, size, param, mode, theta, gamma, rows, blk, GA, g
     """Newton's method on one round's equations (`_residual`), in place on λ, θ, γ: chord steps on
     a factored Jacobian (`_jacobian`, `lu_factor`), a new one when a step needed backtracking or
     did not cut ‖F‖₂ by 4; stops at ‖F‖₂ ≤ 1e-13 m/s, after max_steps, or when even a fresh
-    Jacobian gives no descent (the modes have no solution). Returns (steps, ‖F‖₂)."""
+    Jacobian does not halve ‖F‖₂ (the modes look wrong: back to `_update_modes`). Returns
+    (steps, ‖F‖₂)."""
     m, nb, n = lam.shape[0], kind.shape[0], rows.shape[0]
     F, F_t, du = np.empty(n), np.empty(n), np.empty(n)
     Jm = np.empty((n, n))
@@ -280,9 +281,10 @@ def _newton_round(kind, start, size, param, mode, theta, gamma, rows, blk, GA, g
             theta[b], gamma[b] = th_t[b], ga_t[b]
         for i in range(n):
             F[i] = F_t[i]
+        if fresh and f2 > 0.5 * fn and fn > 1e-10:
+            fn = f2
+            break                     # even a fresh Jacobian barely descends: these modes look wrong
         fn = f2
-        if fresh and a < 1e-3:
-            break
     return steps, fn
 
 
@@ -305,7 +307,13 @@ def _update_modes(kind, start, param, g, rows, cols, col_of, mode, theta, gamma,
             mu, ln = param[b], lam[s + 2]
             if old == SEP:
                 if sig[s + 2] < -1e-12:
-                    mode[b] = STICK
+                    vt = math.sqrt(sig[s] ** 2 + sig[s + 1] ** 2)
+                    if vt > -sig[s + 2]:      # it approaches while moving along the surface: it slides
+                        mode[b] = SLIDE
+                        theta[b] = math.atan2(-sig[s + 1], -sig[s])
+                        gamma[b] = vt
+                    else:
+                        mode[b] = STICK
             elif ln < 0.0:
                 mode[b] = SEP
             elif old == STICK and math.sqrt(lam[s] ** 2 + lam[s + 1] ** 2) > mu * ln:

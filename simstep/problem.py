@@ -290,6 +290,8 @@ class ProblemAssembler:
             op = self.op.refresh(data)
         else:
             op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=self.op, structures=self.structures)
+            if sim.lcp is None and sim.solver_name == "admm":
+                op.compiled_state()     # the ADMM's state, built now: J v then runs on it (`state_j_apply`)
         self.op = op
         if op.m != m_rows:
             raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {m_rows}")

@@ -41,7 +41,7 @@ import models
 from models.dynamics import aba_factor_kernel, crba_kernel
 from models.kinematics import kinematics_kernel
 
-from .constraints import as_constraint_set, rows_kernel
+from .constraints import POINT, WELD, as_constraint_set, rows_kernel
 from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
                                dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
                                mf_matvec)
@@ -160,6 +160,7 @@ class MatrixFreeDelassus(_Rows):
         self._reuse = None
         self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
         self._cstates = StateCache()     # `compiled_state`'s
+        self._q_rows = None              # whether the set has rows that `refresh` must recompute at a new q
         if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
             self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
             self._reuse = reuse          # its `fac` storage, if the elimination structure matches
@@ -169,13 +170,17 @@ class MatrixFreeDelassus(_Rows):
     def refresh(self, data):
         """This operator at a new configuration, for the same constraint set object (its contact
         points refreshed in place, `ConstraintSet.refresh_contacts`): `data` computed at the new
-        q, rows K recomputed in place, factors marked stale (`update_damping` again before
+        q, the loop closures' rows K recomputed in place (the other rows do not depend on q),
+        factors marked stale (`update_damping` again before
         `solve`). The elimination order, factor storage and workspaces are kept: the per-step
         path of a simulator whose contact set did not change."""
         if data.model is not self.model:
             raise ValueError("data was created for another model")
         self.data, self._aba = data, True
-        self._compute_rows(data, False)
+        if self._q_rows is None:
+            self._q_rows = bool(np.any((self.cs.cb_kind == POINT) | (self.cs.cb_kind == WELD)))
+        if self._q_rows:     # only loop-closure rows depend on the placements (contacts are read as (p, R))
+            self._compute_rows(data, False)
         if self._fac is not None:
             self._fac.flag[0] = 0        # the unit sums Σ KᵀK belong to the old q
         self._factored = False

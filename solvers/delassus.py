@@ -47,7 +47,8 @@ from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geo
                                mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .elimination import StructureCache
-from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue, state_j_apply
+from .opstate import (StateCache, explicit_state, matrix_free_state, matrix_free_state_like, max_eigenvalue,
+                      state_j_apply)
 
 
 
@@ -290,7 +291,12 @@ class MatrixFreeDelassus(_Rows):
     def compiled_state(self):
         """This operator as one `solvers.opstate.OperatorState` for the compiled solvers: the
         same object while `kernel_state`'s tuples are."""
-        return self._cstates.get(self.kernel_state(), matrix_free_state)
+        parts = self.kernel_state()
+        entries = self._cstates.entries
+        if entries and entries[0][0] is not parts:      # another Data: the last state with its arrays swapped
+            old, state = entries[0]
+            return self._cstates.get(parts, lambda p: matrix_free_state_like(p, state, old))
+        return self._cstates.get(parts, matrix_free_state)
 
     def mark_factored(self):
         """A compiled solver has factored the damped operator in this operator's storage

@@ -161,6 +161,7 @@ class MatrixFreeDelassus(_Rows):
         self._reuse = None
         self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
         self._cstates = StateCache()     # `compiled_state`'s
+        self._last_state = None
         self._q_rows = None              # whether the set has rows that `refresh` must recompute at a new q
         if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
             self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
@@ -291,12 +292,19 @@ class MatrixFreeDelassus(_Rows):
     def compiled_state(self):
         """This operator as one `solvers.opstate.OperatorState` for the compiled solvers: the
         same object while `kernel_state`'s tuples are."""
+        last = self._last_state          # (data, fac, ws, state) of the last call: the per-step path
+        if last is not None and self._aba and last[0] is self.data and last[1] is self._fac and \
+                last[2] is self._ws:
+            return last[3]
         parts = self.kernel_state()
         entries = self._cstates.entries
         if entries and entries[0][0] is not parts:      # another Data: the last state with its arrays swapped
-            old, state = entries[0]
-            return self._cstates.get(parts, lambda p: matrix_free_state_like(p, state, old))
-        return self._cstates.get(parts, matrix_free_state)
+            old, prev = entries[0]
+            state = self._cstates.get(parts, lambda p: matrix_free_state_like(p, prev, old))
+        else:
+            state = self._cstates.get(parts, matrix_free_state)
+        self._last_state = (self.data, self._fac, self._ws, state)
+        return state
 
     def mark_factored(self):
         """A compiled solver has factored the damped operator in this operator's storage

@@ -38,7 +38,8 @@ from models.jitcache import drop_stale_cache
 from . import delassus_kernels as _dk
 from . import lcaba_kernels as _lk
 from . import scaling as _scaling
-from .delassus_kernels import Explicit, Factors, Geometry, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel, mf_matvec
+from .delassus_kernels import (Explicit, Factors, Geometry, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel,
+                               mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
 

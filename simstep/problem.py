@@ -218,7 +218,7 @@ class ProblemAssembler:
         self._lim_q = m.idx_q[body] + self._lim_dof - m.idx_v[body]
         self._lim_val = np.array([r[2] for r in lim], float)
         self._lim_sgn = np.array([r[3] for r in lim], float)
-        self._lim_name = [(dof_joint[r[0]], r[1]) for r in lim]
+        self._lim_rec = [JointLimit(dof_joint[r[0]], r[1]) for r in lim]   # the records of the candidate rows
         self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
         self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
@@ -227,6 +227,10 @@ class ProblemAssembler:
         self._eig = None         # (graph key, rows, λ_max)
         self.structures = StructureCache(sim.model)   # LCABA's eliminations per constraint graph
         extra = sim.extra_constraints
+        # the fixed parts of the rows after the contacts, around the active limits: the world's
+        # extra constraints, then (after the limits) joint friction (`ConstraintSet.with_joint_limits`)
+        self._tail_head = ConstraintSet(m, list(extra))
+        self._tail_fric = ConstraintSet(m, [JointFriction(j, 0.0) for j in self._fric_joint_names])
         # rows of the world's extra constraints (first in the tail), and whether any is a loop closure
         self._extra_rows = sum(lc.nrows if isinstance(lc, LoopClosure) else 1 for lc in extra)
         self._closure_rows = any(isinstance(lc, LoopClosure) for lc in extra)
@@ -286,6 +290,8 @@ class ProblemAssembler:
             op = self.op.refresh(data)
         else:
             op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=self.op, structures=self.structures)
+            if sim.lcp is None and sim.solver_name == "admm":
+                op.compiled_state()     # the ADMM's state, built now: J v then runs on it (`state_j_apply`)
         self.op = op
         if op.m != m_rows:
             raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {m_rows}")
@@ -299,19 +305,18 @@ class ProblemAssembler:
         loop closures) and the active limits' gaps (n,) (rad or m)."""
         sim = self.sim
         m, dt = sim.model, sim.dt
-        limit_gaps, limit_cons, active = _EMPTY_F, [], _EMPTY_I
+        limit_gaps, active = _EMPTY_F, _EMPTY_I
         if sim.joint_limits and self._lim_dof.size:
             gap, active = self._lim_gap, self._lim_active
             n = active_limits_kernel(self._lim_q, self._lim_dof, self._lim_val, self._lim_sgn, q, v_free, dt,
                                      sim.joint_limit_margin, gap, active)
             if n:
                 active, limit_gaps = active[:n].copy(), gap[:n].copy()
-                limit_cons = [self._lim_name[i] for i in active]
             else:
                 active = _EMPTY_I
         sig = active.tobytes()
         if self.tail is None or self.tail[0] != sig:
-            cones, cons = ConeSet(), list(sim.extra_constraints)
+            cones = ConeSet()
             for lc in sim.extra_constraints:
                 if isinstance(lc, LoopClosure):
                     cones.add("free", lc.nrows)
@@ -319,13 +324,13 @@ class ProblemAssembler:
                     cones.add("orthant", 1)
                 else:
                     cones.add("box", 1, lc.max_torque * dt)
-            for joint, side in limit_cons:
-                cons.append(JointLimit(joint, side))
+            for _ in range(active.shape[0]):
                 cones.add("orthant", 1)
-            cons += [JointFriction(j, 0.0) for j in self._fric_joint_names]
             for dof in self.fric_dofs:
                 cones.add("box", 1, m.friction[dof] * dt)
-            self.tail = (sig, ConstraintSet(m, cons), cones)
+            tail = ConstraintSet.with_joint_limits(self._tail_head, self._lim_dof[active], self._lim_sgn[active],
+                                                   self._tail_fric, [self._lim_rec[i] for i in active])
+            self.tail = (sig, tail, cones)
         tail, tail_cones = self.tail[1], self.tail[2]
         extra_err = None
         if self._closure_rows:     # position errors of the loop closures (rows of the other kinds stay 0)

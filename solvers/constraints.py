@@ -329,6 +329,44 @@ class ConstraintSet:
         self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
         return self
 
+    @classmethod
+    def with_joint_limits(cls, head, dof, sign, tail, records=None):
+        """The blocks of `head`, then one joint-limit row per entry of dof (k,) with sign (k,)
+        (+1 lower, −1 upper), then the blocks of `tail` (head and tail: contact-free sets of one
+        model); the same arrays as ``ConstraintSet(model, [*head.constraints, JointLimit(joint of
+        dof[i], side of sign[i]) …, *tail.constraints])`` for one-dof joints, built by one kernel
+        (the simulator's active joint limits). records: the k `JointLimit` records to keep in
+        `constraints` (default: made here, joints by body index)."""
+        if head.ncontacts or tail.ncontacts or head.model is not tail.model:
+            raise ValueError("with_joint_limits: head and tail must be contact-free sets of one model")
+        model = head.model
+        dof = np.ascontiguousarray(dof, dtype=np.int64)
+        sign = np.ascontiguousarray(sign, dtype=float)
+        k = dof.shape[0]
+        if records is None:
+            body = np.searchsorted(model.idx_v, dof, side="right") - 1
+            records = [JointLimit(int(b), "lower" if s > 0 else "upper") for b, s in zip(body, sign)]
+        self = cls.__new__(cls)
+        self.model = model
+        self.constraints = head.constraints + list(records) + tail.constraints
+        nb = head.cb_kind.shape[0] + k + tail.cb_kind.shape[0]
+        m = head.m + k + tail.m
+        self.m = m
+        self.cb_kind, self.cb_row, self.cb_nrows = np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(nb, np.int64)
+        self.cb_body, self.cb_f = np.empty((nb, 2), np.int64), np.empty((nb, 24))
+        self.dof, self.sg, self.joint_friction_max = np.empty(m, np.int64), np.empty(m), np.empty(m)
+        self.row_block, self.row_kind = np.empty(m, np.int64), np.empty(m, np.int64)
+        self.mu, self.contact_row = np.zeros(0), np.zeros(0, np.int64)
+        joint_limits_kernel(head.cb_kind, head.cb_row, head.cb_nrows, head.cb_body, head.cb_f, head.dof, head.sg,
+                            head.joint_friction_max, dof, sign, tail.cb_kind, tail.cb_row, tail.cb_nrows,
+                            tail.cb_body, tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, self.cb_kind,
+                            self.cb_row, self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg,
+                            self.joint_friction_max, self.row_block, self.row_kind)
+        self._init_derived()
+        self._contact_arrays = (np.arange(m, dtype=np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.int64),
+                                np.zeros((0, 24)))
+        return self
+
     def refresh_contacts(self, position, frame):
         """The same contacts (bodies, friction, order) at new points (k, 3) and frames (k, 3, 3):
         the rows' data is rewritten in place, so the coupling pairs, graph key and elimination
@@ -523,6 +561,42 @@ def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f
         for r in range(t_row[c], t_row[c] + t_nrows[c]):
             dof[m0 + r], sg[m0 + r], jf[m0 + r] = t_dof[r], t_sg[r], t_jf[r]
             row_block[m0 + r], row_kind[m0 + r] = i, t_kind[c]
+
+
+@njit(cache=True)
+def _append_blocks(t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf, b0, m0,
+                   cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind):
+    """Copy the blocks of a set (t_*) to blocks b0… and rows m0… of the output arrays."""
+    for c in range(t_kind.shape[0]):
+        i = b0 + c
+        cb_kind[i], cb_row[i], cb_nrows[i] = t_kind[c], t_row[c] + m0, t_nrows[c]
+        cb_body[i, 0], cb_body[i, 1] = t_body[c, 0], t_body[c, 1]
+        cb_f[i, :] = t_f[c, :]
+        for r in range(t_row[c], t_row[c] + t_nrows[c]):
+            dof[m0 + r], sg[m0 + r], jf[m0 + r] = t_dof[r], t_sg[r], t_jf[r]
+            row_block[m0 + r], row_kind[m0 + r] = i, t_kind[c]
+
+
+@njit(cache=True)
+def joint_limits_kernel(h_kind, h_row, h_nrows, h_body, h_f, h_dof, h_sg, h_jf, lim_dof, lim_sg,
+                        t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf,
+                        cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind):
+    """Flat arrays of a head set, one joint-limit row per lim_dof (k,) with sign lim_sg (k,),
+    then a tail set (`ConstraintSet.with_joint_limits`)."""
+    nh, mh = h_kind.shape[0], 0
+    for c in range(nh):
+        mh += h_nrows[c]
+    _append_blocks(h_kind, h_row, h_nrows, h_body, h_f, h_dof, h_sg, h_jf, 0, 0,
+                   cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind)
+    k = lim_dof.shape[0]
+    for j in range(k):
+        i, r = nh + j, mh + j
+        cb_kind[i], cb_row[i], cb_nrows[i] = JOINT_LIMIT, r, 1
+        cb_body[i, 0], cb_body[i, 1] = -1, -1
+        cb_f[i, :] = 0.0
+        dof[r], sg[r], jf[r], row_block[r], row_kind[r] = lim_dof[j], lim_sg[j], np.nan, i, JOINT_LIMIT
+    _append_blocks(t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf, nh + k, mh + k,
+                   cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind)
 
 
 @njit(cache=True)

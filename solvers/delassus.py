@@ -41,13 +41,14 @@ import models
 from models.dynamics import aba_factor_kernel, crba_kernel
 from models.kinematics import kinematics_kernel
 
-from .constraints import as_constraint_set, rows_kernel
+from .constraints import POINT, WELD, as_constraint_set, rows_kernel
 from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
                                dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
                                mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .elimination import StructureCache
-from .opstate import StateCache, explicit_state, matrix_free_state, max_eigenvalue, state_j_apply
+from .opstate import (StateCache, explicit_state, matrix_free_state, matrix_free_state_like, max_eigenvalue,
+                      state_j_apply)
 
 
 
@@ -160,6 +161,8 @@ class MatrixFreeDelassus(_Rows):
         self._reuse = None
         self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
         self._cstates = StateCache()     # `compiled_state`'s
+        self._last_state = None
+        self._q_rows = None              # whether the set has rows that `refresh` must recompute at a new q
         if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
             self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
             self._reuse = reuse          # its `fac` storage, if the elimination structure matches
@@ -169,13 +172,17 @@ class MatrixFreeDelassus(_Rows):
     def refresh(self, data):
         """This operator at a new configuration, for the same constraint set object (its contact
         points refreshed in place, `ConstraintSet.refresh_contacts`): `data` computed at the new
-        q, rows K recomputed in place, factors marked stale (`update_damping` again before
+        q, the loop closures' rows K recomputed in place (the other rows do not depend on q),
+        factors marked stale (`update_damping` again before
         `solve`). The elimination order, factor storage and workspaces are kept: the per-step
         path of a simulator whose contact set did not change."""
         if data.model is not self.model:
             raise ValueError("data was created for another model")
         self.data, self._aba = data, True
-        self._compute_rows(data, False)
+        if self._q_rows is None:
+            self._q_rows = bool(np.any((self.cs.cb_kind == POINT) | (self.cs.cb_kind == WELD)))
+        if self._q_rows:     # only loop-closure rows depend on the placements (contacts are read as (p, R))
+            self._compute_rows(data, False)
         if self._fac is not None:
             self._fac.flag[0] = 0        # the unit sums Σ KᵀK belong to the old q
         self._factored = False
@@ -285,7 +292,19 @@ class MatrixFreeDelassus(_Rows):
     def compiled_state(self):
         """This operator as one `solvers.opstate.OperatorState` for the compiled solvers: the
         same object while `kernel_state`'s tuples are."""
-        return self._cstates.get(self.kernel_state(), matrix_free_state)
+        last = self._last_state          # (data, fac, ws, state) of the last call: the per-step path
+        if last is not None and self._aba and last[0] is self.data and last[1] is self._fac and \
+                last[2] is self._ws:
+            return last[3]
+        parts = self.kernel_state()
+        entries = self._cstates.entries
+        if entries and entries[0][0] is not parts:      # another Data: the last state with its arrays swapped
+            old, prev = entries[0]
+            state = self._cstates.get(parts, lambda p: matrix_free_state_like(p, prev, old))
+        else:
+            state = self._cstates.get(parts, matrix_free_state)
+        self._last_state = (self.data, self._fac, self._ws, state)
+        return state
 
     def mark_factored(self):
         """A compiled solver has factored the damped operator in this operator's storage

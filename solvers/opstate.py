@@ -38,7 +38,8 @@ from models.jitcache import drop_stale_cache
 from . import delassus_kernels as _dk
 from . import lcaba_kernels as _lk
 from . import scaling as _scaling
-from .delassus_kernels import Explicit, Factors, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel, mf_matvec
+from .delassus_kernels import (Explicit, Factors, Geometry, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel,
+                               mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
 
@@ -68,6 +69,26 @@ structref.define_proxy(OperatorState, OperatorStateType, ["dense", "geo", "fac",
 def _new_state(dense, geo, fac, ws, dn):
     """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
     return OperatorState(dense, geo, fac, ws, dn)
+
+
+@njit(cache=True)
+def _state_with_data(state, S, H, U, Dinv):
+    """A matrix-free state's copy whose geometry reads another Data's S, H, U, D⁻¹ (same types):
+    one boxed state and four arrays to type instead of the ~55 arrays of the parts."""
+    g = state.geo
+    return OperatorState(state.dense, Geometry(g.jint, S, H, U, Dinv, g.armature, g.rows), state.fac, state.ws,
+                         state.dn)
+
+
+def matrix_free_state_like(parts, state, old):
+    """`matrix_free_state(parts)` where `state` is the state of `old`, parts that differ from
+    these only in the Data arrays of the geometry (the simulator's other Data buffer): built from
+    `state` by `_state_with_data`, without typing every array of the parts again."""
+    g, og = parts[0], old[0]
+    if parts[1] is old[1] and parts[2] is old[2] and g.rows is og.rows and g.jint is og.jint and \
+            g.armature is og.armature:
+        return _state_with_data(state, g.S, g.H, g.U, g.Dinv)
+    return matrix_free_state(parts)
 
 
 def matrix_free_state(parts):

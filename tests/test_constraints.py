@@ -75,6 +75,48 @@ def test_contact_set_equals_contacts_and_layout():
     np.testing.assert_array_equal(DenseDelassus(model, q, c3).J, DenseDelassus(model, q, c4).J)
 
 
+def test_with_joint_limits_matches_constraint_set():
+    """The simulator's compiled tail (`ConstraintSet.with_joint_limits`: fixed head, active joint
+    limits, fixed tail) has the arrays of the same constraints resolved by `ConstraintSet`, and
+    contacts put in front of it give those of the full list."""
+    rng = np.random.default_rng(3)
+    model = random_forest(rng, 8, nroots=2)
+    names = model.joint_names
+    one_dof = [j for j in names if model.nvs[model.joint_body(j)] == 1]
+    loop = simstep.LoopClosure(2, (np.zeros(3), np.eye(3)), 5, (np.ones(3), np.eye(3)), kind="weld")
+    head_cons = [loop, simstep.JointLimit(one_dof[0], "upper"), simstep.JointFriction(names[1], 2.0)]
+    fric_cons = [simstep.JointFriction(one_dof[1], 0.0), simstep.JointFriction(names[0], 1.5)]
+    for heads, fric in ((head_cons, fric_cons), ([], []), ([loop], [])):
+        head, tail = ConstraintSet(model, heads), ConstraintSet(model, fric)
+        for sel in ([], [0], [2, 0, 1]):
+            limits = [simstep.JointLimit(one_dof[i], ("lower", "upper")[i % 2]) for i in sel]
+            dof = np.array([model.idx_v[model.joint_body(one_dof[i])] for i in sel], np.int64)
+            sign = np.array([c.sign for c in limits])
+            c1 = ConstraintSet.with_joint_limits(head, dof, sign, tail, limits)
+            c2 = ConstraintSet(model, heads + limits + fric)
+            c3 = ConstraintSet.with_joint_limits(head, dof, sign, tail)     # records made from the dofs
+            assert c1.m == c2.m == c3.m and c1.constraints == c2.constraints
+            assert [type(c) for c in c3.constraints] == [type(c) for c in c2.constraints]
+            for name in ("cb_kind", "cb_row", "cb_nrows", "cb_body", "cb_f", "dof", "sg", "mu", "contact_row",
+                         "joint_friction_max", "row_block", "row_kind"):
+                np.testing.assert_array_equal(getattr(c1, name), getattr(c2, name), err_msg=name)
+                np.testing.assert_array_equal(getattr(c3, name), getattr(c2, name), err_msg=name)
+            for a, b in zip(c1.contact_arrays(), ConstraintSet(model, heads + limits + fric).contact_arrays()):
+                np.testing.assert_array_equal(a, b)
+                assert a.dtype == b.dtype and a.shape == b.shape
+            k = 3
+            b1, b2 = rng.integers(0, 8, k), np.array([-1, 4, 1])
+            P, R = rng.normal(size=(k, 3)), np.stack([rot(rng) for _ in range(k)])
+            c4 = ConstraintSet.with_contacts(c1, b1, b2, P, R, np.full(k, 0.5))
+            c5 = ConstraintSet(model, [simstep.ContactSet(b1, b2, P, R, 0.5)] + heads + limits + fric)
+            for name in ("cb_kind", "cb_row", "cb_nrows", "cb_body", "cb_f", "dof", "sg", "joint_friction_max",
+                         "row_block", "row_kind"):
+                np.testing.assert_array_equal(getattr(c4, name), getattr(c5, name), err_msg=name)
+            np.testing.assert_array_equal(c4.coupling_pairs(), c5.coupling_pairs())
+            q = model.random_configuration(rng)
+            np.testing.assert_array_equal(DenseDelassus(model, q, c4).J, DenseDelassus(model, q, c5).J)
+
+
 def test_contact_convention():
     """Rows Rᵀ (v₁(p) − v₂(p)): a body moving up relative to the ground has a positive normal
     velocity; the joint-limit row is +q̇ for "lower", −q̇ for "upper"."""

@@ -571,3 +571,33 @@ def test_refresh_at_a_new_configuration_matches_the_dense_oracle():
     assert rel(G_of(op), G) <= TOL
     b = rng.normal(size=op.m)
     assert rel(op.solve(b), X.solve(3e-3, b)) <= TOL
+
+
+def test_compiled_state_on_another_data_reads_that_data():
+    """A refreshed operator's compiled state on the simulator's other Data buffer is derived
+    from its last state (`solvers.opstate.matrix_free_state_like`: the Data arrays swapped):
+    it computes what the state of a fresh operator on that Data computes, bit for bit, and the
+    state on the first Data is still the first one's."""
+    from solvers.opstate import matrix_free_state, state_j_apply, state_max_eigenvalue
+    rng = np.random.default_rng(5)
+    model = random_forest(rng, 9, nroots=2)
+    q0, q1 = model.random_configuration(rng), model.random_configuration(rng)
+    contacts = random_contacts(rng, model, q0, 3, 3)
+    cs = ConstraintSet(model, contacts + [LoopClosure(2, None, 6, None, "point")])
+    d0, d1 = models.Data(model).compute(q0), models.Data(model).compute(q1)
+    op = MatrixFreeDelassus(model, q0, cs, data=d0)
+    s0 = op.compiled_state()
+    op.refresh(d1)
+    s1 = op.compiled_state()
+    assert s1 is not s0 and op.compiled_state() is s1
+    fresh = MatrixFreeDelassus(model, q1, cs, data=models.Data(model).compute(q1))
+    ref = matrix_free_state(fresh.kernel_state())
+    v = rng.normal(size=model.nv)
+    a, b = np.empty(op.m), np.empty(op.m)
+    state_j_apply(s1, v, a)
+    state_j_apply(ref, v, b)
+    assert np.array_equal(a, b)
+    assert state_max_eigenvalue(s1, 15) == state_max_eigenvalue(ref, 15) == fresh.max_eigenvalue(15)
+    op.refresh(d0)
+    assert op.compiled_state() is s0
+    assert state_max_eigenvalue(s0, 15) == MatrixFreeDelassus(model, q0, cs).max_eigenvalue(15)

@@ -552,15 +552,8 @@ def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f
             cb_f[i, a] = 0.0
         for r in range(3 * i, 3 * i + 3):
             dof[r], sg[r], jf[r], row_block[r], row_kind[r] = -1, 0.0, np.nan, i, CONTACT
-    m0 = 3 * k
-    for c in range(t_kind.shape[0]):
-        i = k + c
-        cb_kind[i], cb_row[i], cb_nrows[i] = t_kind[c], t_row[c] + m0, t_nrows[c]
-        cb_body[i, 0], cb_body[i, 1] = t_body[c, 0], t_body[c, 1]
-        cb_f[i, :] = t_f[c, :]
-        for r in range(t_row[c], t_row[c] + t_nrows[c]):
-            dof[m0 + r], sg[m0 + r], jf[m0 + r] = t_dof[r], t_sg[r], t_jf[r]
-            row_block[m0 + r], row_kind[m0 + r] = i, t_kind[c]
+    _append_blocks(t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf, k, 3 * k,
+                   cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind)
 
 
 @njit(cache=True)

@@ -109,7 +109,7 @@ class ADMMSettings:
     keep_rho_power: bool = True      # reuse the last ρ exponent at the next solve
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
-    newton_rows: int = 96            # the active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
+    newton_rows: int = 96            # active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
     newton_steps: int = 30           # its Newton steps per attempt (from the warm start, at iterations 10, 20, 40)
 
     def check(self):

@@ -13,7 +13,8 @@ same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint PD
 position actuators with the same gains, rotor inertias and effort limits), settled the same
 time) in alternating blocks of 100 steps
 so that machine noise hits both alike. Per scene: contacts, ADMM iterations mean / p95 / max,
-% of steps at the iteration cap, our step mean / median / p95, MuJoCo's mean / median, the
+% of steps at the iteration cap, the Newton polish's steps per step (mean), our step mean /
+median / p95, MuJoCo's mean / median, the
 ratio of the means, and our per-phase means. JSON and an iteration histogram under
 bench/results/. Settled states are cached there (`--fresh` resettles). Then our ADMM against
 Pinocchio's on the loaded pyramids saved in tests/data.
@@ -305,7 +306,7 @@ def measure_once(name, settle, steps, block, fresh):
             mujoco.mj_step(mjm, mjd)
     cap = sim.admm.settings.max_iter
     compiles_before_measuring = COMPILES.count
-    ours, theirs, its, ncs, conv = [], [], [], [], []
+    ours, theirs, its, ncs, conv, nws = [], [], [], [], [], []
     phases = {k: [] for k in ("time_collision", "time_dynamics", "time_operator", "time_solver",
                               "time_integration")}
     done = 0
@@ -316,6 +317,7 @@ def measure_once(name, settle, steps, block, fresh):
             st = sim.step()
             ours.append(time.perf_counter() - t0)
             its.append(st.iterations)
+            nws.append(st.newton_steps)
             ncs.append(st.ncontacts)
             conv.append(st.converged)
             for k in phases:
@@ -332,6 +334,7 @@ def measure_once(name, settle, steps, block, fresh):
     row = dict(scene=name, description=desc, settle_s=settle, steps=steps, contacts=float(np.mean(ncs)),
                iterations_mean=float(its.mean()), iterations_p95=float(np.percentile(its, 95)),
                iterations_max=int(its.max()), at_cap_percent=100.0 * float(np.mean(its >= cap)),
+               newton_steps_mean=float(np.mean(nws)),
                unconverged_percent=100.0 * (1.0 - float(np.mean(conv))),
                ours_mean_us=float(ours.mean()), ours_median_us=float(np.median(ours)),
                ours_p95_us=float(np.percentile(ours, 95)),
@@ -427,13 +430,14 @@ def main():
         rows.append(measure(name, args.settle, args.steps, args.block, args.fresh))
         print(f"[{name}] done", flush=True)
     print(f"\n{'scene':18s} {'contacts':>8s} {'iters mean/p95/max':>19s} {'cap%':>5s} {'ours mean':>9s} {'median':>7s} "
-          f"{'p95':>7s} {'MuJoCo mean':>11s} {'median':>7s} {'ratio':>6s}   [us per step]")
+          f"{'p95':>7s} {'MuJoCo mean':>11s} {'median':>7s} {'ratio':>6s} {'newton':>6s}   [us per step; newton: its steps "
+          f"per step, mean]")
     for r in rows:
         mj = (f"{r['mujoco_mean_us']:11.0f} {r['mujoco_median_us']:7.0f} {r['ratio_of_means']:6.2f}"
               if "mujoco_mean_us" in r else f"{'-':>11s} {'-':>7s} {'-':>6s}")
         print(f"{r['scene']:18s} {r['contacts']:8.0f} {r['iterations_mean']:7.1f}/{r['iterations_p95']:4.0f}/"
               f"{r['iterations_max']:<5d} {r['at_cap_percent']:5.1f} {r['ours_mean_us']:9.0f} {r['ours_median_us']:7.0f} "
-              f"{r['ours_p95_us']:7.0f} {mj}")
+              f"{r['ours_p95_us']:7.0f} {mj} {r['newton_steps_mean']:6.1f}")
     print(f"\n{'scene':18s} " + " ".join(f"{k:>11s}" for k in rows[0]["phases_mean_us"]) + "   [us, mean per step]")
     for r in rows:
         print(f"{r['scene']:18s} " + " ".join(f"{v:11.0f}" for v in r["phases_mean_us"].values()))

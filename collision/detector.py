@@ -34,7 +34,7 @@ from models.kinematics import fk_kernel, q_status_kernel
 from . import driver
 from .kinds import PLANE
 from .midphase import PairCache
-from .narrow import PAIR_GJK, PAIR_LIBRARY, pair_table
+from .narrow import NOBOX_CODES, PAIR_GJK, PAIR_LIBRARY, pair_table
 from .shapes import CollisionError, ShapeTable
 from .state import make_state
 
@@ -180,8 +180,13 @@ class CollisionDetector:
         self._state = None
 
     def _kernel_state(self):
-        """The `state.DetectState` over the current buffers (made again after one grew)."""
+        """The `state.DetectState` over the current buffers (made again after one grew), and
+        the driver kernel for the pair types of the shapes' kinds (`driver.detect_nobox_kernel`
+        when no box-box or sphere-box pair can occur)."""
         if self._state is None:
+            kinds = np.unique(self.shapes.kind)
+            codes = np.unique(self.pair_table[kinds[:, None], kinds[None, :]])
+            self._kernel = driver.detect_nobox_kernel if np.isin(codes, NOBOX_CODES).all() else driver.detect_kernel
             self._state = make_state(self.shapes, self.allow, self.planes, self.others, self.pair_table,
                                      self.margin, self.tol, self._pair_cache, self._gR, self._gp, self._lo,
                                      self._hi, self._order, self._pairs, self._lib, self._out)
@@ -283,7 +288,8 @@ class CollisionDetector:
     def _run_kernel(self, q, placements=None):
         oR, op = self._placements(q, placements)
         while True:
-            npairs, nlib, k = driver.detect_kernel(self._state or self._kernel_state(), oR, op)
+            st = self._state or self._kernel_state()
+            npairs, nlib, k = self._kernel(st, oR, op)
             if npairs > self._pairs.shape[0]:
                 self._alloc_pairs(2 * npairs)
                 continue

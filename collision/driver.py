@@ -4,7 +4,8 @@
 placements and AABBs (`broadphase`) → candidate
 pairs (`broadphase`) → per pair: proofs of separation (`midphase`), then the kernel of its
 pair type (`narrow`), and the patch into the output buffers (`patch.emit_patch`). Pairs of a
-type left to the library backend are listed for `collision.backends`.
+type left to the library backend are listed for `collision.backends`. `detect_nobox_kernel`
+is the same without the box-box and sphere-box kernels, for shapes without boxes.
 
 Performance: numba's runtime (NRT) increments and decrements an atomic reference count for
 every array view made in a kernel and every array argument of a call between kernels, and
@@ -13,6 +14,8 @@ the per-pair loop and every kernel it calls run without the runtime (`collision.
 never slice, and the scratch is allocated once per detector (`state.DetectState`, the one
 argument besides the body placements).
 """
+import types
+
 from numba import njit
 
 from models.jitcache import drop_stale_cache
@@ -21,7 +24,7 @@ from . import broadphase, gjk, hulls, midphase, narrow, patch, state, support, w
 from .broadphase import aabb_kernel, broadphase_kernel, placements_kernel
 from .jitopts import _JIT, _NONRT
 from .midphase import _cache_axis, separated_along_cached, separated_along_centres
-from .narrow import PAIR_GJK, PAIR_LIBRARY, PAIR_NONE, narrow_pair
+from .narrow import PAIR_GJK, PAIR_LIBRARY, PAIR_NONE, narrow_pair, narrow_pair_nobox
 from .patch import emit_patch
 
 # `detect_kernel` compiles in the stages' kernels
@@ -90,3 +93,20 @@ def detect_kernel(st, oR, op):
                            st.hull, st.table, st.pc, margin, st.tol, st.friction, st.restitution, st.compliance,
                            st.out_i, st.out_p, st.out_R, st.out_s, st.pw, st.gw, st.G)
     return npairs, nlib, k
+
+
+def _variant(kernel, name, options, **names):
+    """A kernel compiled from `kernel`'s Python code with the global `names` rebound (e.g. a
+    callee replaced by a narrower one), under its own name (so its own cache file)."""
+    f = kernel.py_func
+    g = dict(f.__globals__, **names)
+    v = types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
+    v.__qualname__, v.__module__ = name, f.__module__
+    v.__doc__ = f"`{f.__name__}` with " + ", ".join(f"`{k}` = `{w.__name__}`" for k, w in names.items())
+    return njit(**options)(v)
+
+
+# detectors without boxes (robots on the ground): the narrow phase without the box-box and
+# sphere-box kernels (a fifth less compile)
+narrow_phase_nobox = _variant(narrow_phase, "narrow_phase_nobox", _NONRT, narrow_pair=narrow_pair_nobox)
+detect_nobox_kernel = _variant(detect_kernel, "detect_nobox_kernel", _JIT, narrow_phase=narrow_phase_nobox)

@@ -34,6 +34,8 @@ _support_box_inline = njit(**_NONRT_INLINE)(_support_box.py_func)
 
 # pair types (`pair_table`)
 PAIR_NONE, PAIR_LIBRARY, PAIR_PLANE, PAIR_CORES, PAIR_BOXES, PAIR_SPHERE_BOX, PAIR_GJK = range(7)
+# the pair types `narrow_pair_nobox` handles (the others it leaves at 0 contacts)
+NOBOX_CODES = (PAIR_NONE, PAIR_LIBRARY, PAIR_PLANE, PAIR_CORES, PAIR_GJK)
 # the kernel of each pair of kinds (either order); the others go to the library backend
 NATIVE_PAIRS = {
     **{(PLANE, k): PAIR_PLANE for k in (SPHERE, CAPSULE, CYLINDER, BOX, CONVEX)},
@@ -393,6 +395,20 @@ def narrow_pair(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol,
         return core_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws)
     if code == PAIR_SPHERE_BOX:
         return sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB)
+    if code == PAIR_GJK:
+        return convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
+    return 0
+
+
+@njit(**_NONRT_INLINE)
+def narrow_pair_nobox(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G):
+    """`narrow_pair` for the pair types of shapes without boxes (`NOBOX_CODES`: planes,
+    spheres, capsules, cylinders and hulls, e.g. robots on the ground): the box-box and
+    sphere-box kernels are not compiled in (`driver.detect_nobox_kernel`)."""
+    if code == PAIR_PLANE:
+        return plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws)
+    if code == PAIR_CORES:
+        return core_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws)
     if code == PAIR_GJK:
         return convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
     return 0

@@ -137,8 +137,9 @@ def run(args):
 
 def _run(args, fn, kw, duration, ahead):
     import simstep
-    from simstep.warmup import CompileCounter, wait_compile_ahead
+    from simstep.warmup import BUILT, CompileCounter, wait_compile_ahead
     t_start = time.perf_counter()    # the scene's build and the Simulator's compile most kernels
+    wait_compile_ahead(ahead, until=BUILT)   # the worker compiles the build's kernels, this process loads them
     try:
         world = fn(**kw)
     except (TypeError, ValueError) as e:

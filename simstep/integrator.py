@@ -152,6 +152,16 @@ def _single_body(I, Iinv, m, c, g_body, F, Mo, w, u, h, out):
 
 
 @njit(cache=True)
+def _free_joint_term(v, iv, h, vf):
+    """vf[iv:iv+3] += h ω × v of a free joint (world-aligned update of its linear part)."""
+    wx, wy, wz = v[iv + 3], v[iv + 4], v[iv + 5]
+    ux, uy, uz = v[iv], v[iv + 1], v[iv + 2]
+    vf[iv] += h * (wy * uz - wz * uy)
+    vf[iv + 1] += h * (wz * ux - wx * uz)
+    vf[iv + 2] += h * (wx * uy - wy * ux)
+
+
+@njit(cache=True)
 def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf):
     """Rewrite ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place.
 
@@ -180,11 +190,7 @@ def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, o
                 fails += 1
             vf[iv:iv + 6] = out
         elif jt == FREE:
-            wx, wy, wz = v[iv + 3], v[iv + 4], v[iv + 5]
-            ux, uy, uz = v[iv], v[iv + 1], v[iv + 2]
-            vf[iv] += h * (wy * uz - wz * uy)
-            vf[iv + 1] += h * (wz * ux - wx * uz)
-            vf[iv + 2] += h * (wx * uy - wy * ux)
+            _free_joint_term(v, iv, h, vf)
         elif kind[i] == PIVOT_BODY:
             I = inertia[i]
             w = (v[iv], v[iv + 1], v[iv + 2])
@@ -214,6 +220,21 @@ def free_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind, inert
         for i in range(vf.shape[0]):
             vf[i] = v[i] + h * vf[i]
     return free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf)
+
+
+@njit(cache=True)
+def articulated_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind, inertia, inertia_inv, mass, com,
+                            oR, op, tau, fext, v, h, all_free, vf):
+    """`free_step_kernel` when every body is ARTICULATED (`body_kinds`: no childless free or
+    pivot body, e.g. robots on a free base), with the same arguments: ABA, then only the
+    + h ω × v term of free joints. Without the free bodies' Newton solves, half the compile."""
+    aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, vf, vel, acc, pA)
+    for i in range(vf.shape[0]):
+        vf[i] = v[i] + h * vf[i]
+    for i in range(jint.shape[0]):
+        if jint[i, JI_TYPE] == FREE:
+            _free_joint_term(v, jint[i, JI_IV], h, vf)
+    return 0
 
 
 @njit(cache=True)

@@ -36,7 +36,7 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .bilateral_step import BilateralStep
-from .integrator import FREE_BODY, body_kinds, free_step_kernel, integrate_kernel
+from .integrator import FREE_BODY, articulated_step_kernel, body_kinds, free_step_kernel, integrate_kernel
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
@@ -177,6 +177,7 @@ class Simulator:
         self._fext = np.zeros((self.model.nbodies, 6))
         self._body_kind, self._body_inertia, self._body_inertia_inv = body_kinds(self.model)
         self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == FREE_BODY))
+        self._free_step = free_step_kernel if np.any(self._body_kind) else articulated_step_kernel
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_v = np.zeros(self.model.nv)     # read only: τ without actuation, Δv without constraint rows
@@ -464,7 +465,8 @@ class Simulator:
     def _free_velocity(self, tau, st, phase):
         """The step's joint torques and free velocity v_f = v + dt · ABA(q, v, τ, f_ext), with
         free and spherical joints in world-aligned coordinates and their implicit gyroscopic
-        term (`simstep.integrator.free_velocity_kernel`)."""
+        term (`simstep.integrator.free_step_kernel`; `articulated_step_kernel` when no body
+        needs that term)."""
         t0 = time.perf_counter()
         m, d, dt, v = self.model, self.data, self.dt, self.v
         phase[0] = "the actuation"
@@ -472,9 +474,9 @@ class Simulator:
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
         v_free = np.empty(m.nv)
-        free_step_kernel(m.jint, m.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d._pA, self._body_kind,
-                         self._body_inertia, self._body_inertia_inv, self._mass, self._com, d.oR, d.op, tau_v,
-                         self._fext, v, dt, self._all_free, v_free)
+        self._free_step(m.jint, m.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d._pA, self._body_kind,
+                        self._body_inertia, self._body_inertia_inv, self._mass, self._com, d.oR, d.op, tau_v,
+                        self._fext, v, dt, self._all_free, v_free)
         st.time_dynamics = time.perf_counter() - t0
         return tau_v, v_free
 

@@ -18,11 +18,13 @@ integration) while the calling process compiles the collision kernels; the calle
 the worker's kernels from the cache instead of compiling them. The worker steps the same scene
 with `CollisionDetector.detect` replaced by synthetic contacts (`_synthetic_contacts`), so
 it calls the same kernels with the same argument types as a real step and never compiles the
-narrow phase. It reports ready (`wait_compile_ahead` returns) once it has compiled what the
-first steps use (contacts with the ground and between bodies of different trees), then goes
-on with what only later steps may need (a self-contact, whose loop brings the elimination
-ordering in) while the caller steps. If it fails or is slower, the caller compiles what it
-needs itself.
+narrow phase. The caller first waits for the worker's build (`wait_compile_ahead(proc,
+until=BUILT)`: the scene's and the Simulator's kernels, compiled once instead of in both
+processes at the same time), then builds the scene itself, compiling collision. The worker
+reports ready (`wait_compile_ahead` returns) once it has compiled what the first steps use
+(contacts with the ground and between bodies of different trees), then goes on with what
+only later steps may need (a self-contact, whose loop brings the elimination ordering in)
+while the caller steps. If it fails or is slower, the caller compiles what it needs itself.
 """
 from __future__ import annotations
 
@@ -128,6 +130,7 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
     counter = CompileCounter()
     t_all = time.perf_counter()
     ahead = start_compile_ahead(*scenes[0][:3]) if scenes else None   # cold: the first scene on two cores
+    wait_compile_ahead(ahead, until=BUILT)
     try:
         for name, kw, dt, steps in scenes:
             fn = scene_lib.SCENES[name][0]
@@ -203,14 +206,21 @@ def _child_env():
     return env
 
 
-READY = b"ready\n"      # the worker's line on its stdout once the first steps' kernels are cached
+BUILT = b"built\n"      # the worker's line on its stdout once the scene's build kernels are cached
+READY = b"ready\n"      # ... and once the first steps' kernels are cached
 
 
-def wait_compile_ahead(proc, timeout=600.0):
+def wait_compile_ahead(proc, timeout=600.0, until=READY):
     """Wait (at most `timeout` s) until the worker of `start_compile_ahead` has cached the
-    kernels of the first steps (its `READY` line) or has ended, so that they are loaded from the
-    cache rather than compiled a second time here."""
+    kernels of the first steps (its `READY` line; until=BUILT: those of the scene's build and
+    the Simulator's construction) or has ended, so that they are loaded from the cache rather
+    than compiled a second time here."""
     if proc is None:
+        return
+    seen = getattr(proc, "_lines", None)
+    if seen is None:
+        seen = proc._lines = set()         # the worker's lines read so far
+    if until in seen or READY in seen:
         return
     deadline = time.monotonic() + timeout
     out = proc.stdout
@@ -219,7 +229,9 @@ def wait_compile_ahead(proc, timeout=600.0):
         if left <= 0:
             return
         if select.select([out], [], [], left)[0]:
-            if out.readline() in (READY, b""):     # ready, or the worker closed its stdout
+            line = out.readline()
+            seen.add(line)
+            if line in (until, READY, b""):     # the line waited for, ready, or the worker closed its stdout
                 return
 
 
@@ -298,22 +310,30 @@ def synthetic_collision(self_contact=False):
         CollisionDetector.detect = real
 
 
-def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None):
-    """The worker of `start_compile_ahead`: build `scene` and take `steps` steps under
-    `synthetic_collision` (the first step compiles the step's kernels, the next ones the warm
-    start's), call `ready()` if given, then, if the scene has a self-contact, `steps` more
-    steps with it (the elimination ordering of a loop inside a tree)."""
+def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None, built=None):
+    """The worker of `start_compile_ahead`: build `scene` and its `Simulator` (then call
+    `built()` if given) and take `steps` steps under `synthetic_collision` (the first step
+    compiles the step's kernels, the next ones the warm start's), call `ready()` if given,
+    then, if the scene has a self-contact, `steps` more steps with it (the elimination ordering
+    of a loop inside a tree)."""
     import scenes as scene_lib
     from .simulator import Simulator
     with synthetic_collision():
         world = scene_lib.SCENES[scene][0](**(kwargs or {}))
         sim = Simulator(world, dt=dt)
+        if built is not None:
+            built()
         sim.run(steps=steps)
     if ready is not None:
         ready()
     if synthetic_pairs(sim.detector, self_contact=True) is not None:
         with synthetic_collision(self_contact=True):
             sim.run(steps=steps)
+
+
+def _report_built():
+    """The worker's `BUILT` line on its stdout."""
+    os.write(1, BUILT)
 
 
 def _report_ready():
@@ -323,5 +343,5 @@ def _report_ready():
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["ahead"]:
-    sys.stdout = open(os.devnull, "w")          # fd 1 carries the READY line only
-    compile_ahead(*pickle.loads(bytes.fromhex(sys.argv[2])), ready=_report_ready)
+    sys.stdout = open(os.devnull, "w")          # fd 1 carries the BUILT and READY lines only
+    compile_ahead(*pickle.loads(bytes.fromhex(sys.argv[2])), ready=_report_ready, built=_report_built)

@@ -179,3 +179,34 @@ def test_compile_ahead_worker_uses_the_real_steps_signatures():
     assert not [k for k in lines["WORKER"] if k.endswith(".detect_kernel")]
     assert [k for k in lines["DETECTION"] if k.endswith(".detect_kernel")]
     assert lines["REST"] == [], lines["REST"]
+
+
+def test_wait_compile_ahead_for_the_build_then_ready():
+    """The caller waits for the worker's BUILT line before its own build (returning at once if
+    the worker is already past it), then for READY; a worker that ends releases both waits."""
+    import subprocess
+    import sys
+    import time
+    from simstep.warmup import BUILT, wait_compile_ahead
+    code = ("import os, time; time.sleep(0.3); os.write(1, b'built\\n'); time.sleep(1.5); "
+            "os.write(1, b'ready\\n'); time.sleep(30)")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        t0 = time.monotonic()
+        wait_compile_ahead(proc, timeout=20, until=BUILT)
+        t_built = time.monotonic() - t0
+        wait_compile_ahead(proc, timeout=20, until=BUILT)        # seen: no wait
+        assert time.monotonic() - t0 - t_built < 0.2
+        wait_compile_ahead(proc, timeout=20)
+        t_ready = time.monotonic() - t0
+        assert 0.2 < t_built < 1.5 and t_ready >= t_built + 1.0
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"], stdout=subprocess.PIPE)
+    wait_compile_ahead(ended, timeout=20, until=BUILT)
+    wait_compile_ahead(ended, timeout=20)
+    ended.wait()
+    ended.stdout.close()

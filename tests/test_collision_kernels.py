@@ -415,3 +415,41 @@ def test_centre_axis_cull_only_drops_pairs_beyond_the_margin(mesh_path):
                 culled += 1
             far += dist > 0.02
     assert culled >= 0.6 * far
+
+
+# ---------------------------------------------------------------- driver variants
+def _fields(c):
+    return [c.body1, c.body2, c.geom1, c.geom2, c.key, c.position, c.frame, c.distance, c.friction, c.restitution,
+            c.compliance]
+
+
+def test_nobox_driver_variant_bitwise_equal():
+    """A detector without boxes (G1's hulls, spheres and cylinders on the ground, with
+    self-collision) runs `driver.detect_nobox_kernel` (the narrow phase without the box-box
+    and sphere-box kernels) and finds exactly the contacts of the full `detect_kernel`, along
+    a fall; a scene with a box keeps the full kernel."""
+    import scenes as scene_lib
+    from collision import driver
+    w = scene_lib.humanoid(pose="falling", height=0.02)
+    sim = simstep.Simulator(w, dt=0.004)
+    det = CollisionDetector(w, margin=2e-3)
+    ref = CollisionDetector(w, margin=2e-3)
+    det.detect(w.q0)
+    ref._kernel_state()
+    ref._kernel = driver.detect_kernel
+    assert det._kernel is driver.detect_nobox_kernel
+    total = 0
+    for _ in range(40):
+        sim.step()
+        a, b = det.detect(sim.q), ref.detect(sim.q)
+        total += len(a)
+        for x, y in zip(_fields(a), _fields(b)):
+            assert x.shape == y.shape and x.tobytes() == y.tobytes()
+    assert total > 0
+    boxes = simstep.WorldBuilder()
+    boxes.add_ground()
+    boxes.add_box("b", (0.1, 0.1, 0.1), position=(0, 0, 0.1))
+    bw = boxes.build()
+    bd = CollisionDetector(bw)
+    bd.detect(bw.q0)
+    assert bd._kernel is driver.detect_kernel

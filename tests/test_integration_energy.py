@@ -154,3 +154,23 @@ def test_spherical_joint_to_the_world_transports_the_pivot_momentum():
     R = np.eye(3) + np.sin(th) * K + (1 - np.cos(th)) * K @ K        # exp(h ω⁺)
     assert np.allclose(Io @ vf, R.T @ Io @ w, rtol=0, atol=1e-12)
     assert vf @ Io @ vf <= w @ Io @ w
+
+
+def test_articulated_step_kernel_matches_free_step_kernel():
+    """A robot on a free base (every body ARTICULATED) takes `articulated_step_kernel`, which
+    compiles without the free bodies' Newton solves and gives free_step_kernel's v_f bit for bit."""
+    import scenes
+    from simstep.integrator import articulated_step_kernel, free_step_kernel
+    sim = simstep.Simulator(scenes.quadruped())
+    assert not np.any(sim._body_kind) and sim._free_step is articulated_step_kernel
+    rng = np.random.default_rng(3)
+    m, d = sim.model, sim.data
+    v, tau, fext = rng.normal(size=m.nv), rng.normal(size=m.nv), rng.normal(size=(m.nbodies, 6))
+    out = []
+    for k in (free_step_kernel, articulated_step_kernel):
+        vf = np.empty(m.nv)
+        k(m.jint, m.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d._pA, sim._body_kind, sim._body_inertia,
+          sim._body_inertia_inv, sim._mass, sim._com, d.oR, d.op, tau, fext, v, 0.01, False, vf)
+        out.append(vf)
+    assert out[0].tobytes() == out[1].tobytes()
+    assert simstep.Simulator(one_body_world("box", (0, 0, 0, 1, 2, 3)))._free_step is free_step_kernel

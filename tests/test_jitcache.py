@@ -39,3 +39,18 @@ def test_a_callee_without_module_compiles():
         return callee(x)
 
     assert caller(1.0) == 2.0
+
+
+def test_project_kernels_compile_without_cfunc_wrapper():
+    # numba's C-callable wrapper ("cfunc." symbol) is left out of the project's kernels only
+    def make(module):
+        def twice(x):
+            return 2.0 * x
+        twice.__module__ = module
+        return njit(twice)
+
+    own, other = make("solvers.test_only"), make("elsewhere")
+    assert own(1.5) == other(1.5) == 3.0
+    ir_own = own.overloads[own.signatures[0]].library.get_llvm_str()
+    ir_other = other.overloads[other.signatures[0]].library.get_llvm_str()
+    assert "cfunc." in ir_other and "cfunc." not in ir_own

@@ -21,10 +21,10 @@ Around the iterations (`admm_kernel`):
 - Newton polish (`newton_polish.active_newton_kernel`, setting ``newton_rows``, default 96): the
   contact law solved on guessed modes with sliding contacts too (a sliding contact's force angle
   and slip speed as unknowns), by Newton's method on the dense block of the active rows, with
-  mode corrections; tried from the warm start (after its polish) and at iterations 10, 20 and
-  40, when the active rows number at most ``newton_rows``; accepted only if it meets the
-  stopping test below. A falling robot's contacts mostly slide, which the polish above cannot
-  finish: on 1000 recorded G1-falling problems the ADMM iterations fell from 41.5 to 4.9 mean
+  mode corrections; tried after the warm start's polish (if that left more than 100 tol) and
+  at iterations 10, 20 and 40, when the active rows number at most ``newton_rows``; accepted
+  only if it meets the stopping test below. A falling robot's contacts mostly slide, which the polish above cannot
+  finish: on 1000 recorded G1-falling problems the ADMM iterations fell from 41.5 to 5.3 mean
   (p95 84 → 10), the Newton steps averaging 9 (accepted or not);
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
@@ -77,7 +77,7 @@ from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
 from . import newton_polish as _newton_polish
-from .newton_polish import active_newton_kernel, sliding_within
+from .newton_polish import active_newton_kernel
 
 # admm_kernel compiles in the operator and cone kernels
 drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__,
@@ -110,7 +110,7 @@ class ADMMSettings:
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
     newton_rows: int = 96            # active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
-    newton_steps: int = 30           # its Newton steps per attempt (from the warm start, at iterations 10, 20, 40)
+    newton_steps: int = 30           # its Newton steps per attempt (after the warm polish, at iterations 10, 20, 40)
 
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):
@@ -523,6 +523,8 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     return count, head, have_prev, last, fn_prev
 
 
+NEWTON_WARM_FACTOR = 100.0   # see admm_kernel: the Newton polish from the warm start only beyond 100 tol
+
 SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.bool_), ("record", np.bool_),
                         ("polish", np.bool_), ("eig_iters", np.int64), ("tau", np.float64), ("mu_prox", np.float64),
                         ("tol", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
@@ -629,20 +631,20 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     nw_G = np.empty((sp.newton_rows if newton else 0, m))
     nw_col_of = np.full(m, -1, np.int64)
     if polish and warm:          # the previous step's contact modes, solved exactly
+        n_polish += 1
         for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
             sw[r] = z[r] - s[r] if ncp else z[r]
-        # with sliding contacts this polish (which keeps their impulses) did not succeed once in
-        # 468 recorded G1-falling solves: Newton, which solves them too, goes first then
-        if not (newton and sliding_within(kind, start, size, param, x, sw, sp.newton_rows)):
-            n_polish += 1
-            rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x,
-                                 sw, fixed, lam, sigma)
-            if rpol[0] <= tol:
-                return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
-                                   True)
-            if rpol[0] < best[0]:
-                best_lam[:], best_sig[:], best = lam, sigma, rpol
-    if newton and warm:          # from the warm start's modes, before any iteration
+        rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
+                             fixed, lam, sigma)
+        if rpol[0] <= tol:
+            return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
+                               True)
+        if rpol[0] < best[0]:
+            best_lam[:], best_sig[:], best = lam, sigma, rpol
+    # Newton from the warm start's modes, unless the warm start or its polish came within
+    # NEWTON_WARM_FACTOR tol of the law (modes right: a few iterations finish it for less than
+    # the Newton's dense block costs; G1 lying: solver +9 µs a step without this test)
+    if newton and warm and best[0] > NEWTON_WARM_FACTOR * tol:
         n_newton_tries += 1
         xw_n = np.empty(m)
         nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, x,

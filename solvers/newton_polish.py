@@ -24,8 +24,8 @@ The caller accepts the result only if its Coulomb residual (`cones.velocity_resi
 the ADMM's stopping test) is within tolerance, so a wrong guess costs time, never accuracy.
 
 Measured on 1000 contact problems recorded from G1 falling (`bench/bench_step.py`'s scene), in
-the ADMM (`admm.admm_kernel`): 64% solved from the warm start, the ADMM iterations per solve
-41.5 → 4.9 mean (p95 84 → 10), 9.0 Newton steps per solve on average. On a redundant pile with
+the ADMM (`admm.admm_kernel`): 60% solved from the warm start, the ADMM iterations per solve
+41.5 → 5.3 mean (p95 84 → 10), 9.0 Newton steps per solve on average. On a redundant pile with
 hundreds of active rows (three G1 on the box pyramid, tests/data/problem_robots_*.npz) it fails
 from every start tried, even from an ADMM iterate within 1e-6 m/s of the law (the damped system
 amplifies one wrong mode by 1/δ: residuals of 1e0 to 1e4 m/s); the ADMM's setting
@@ -62,20 +62,6 @@ def guess_modes_kernel(kind, start, param, lam, sigma, mode):
             mode[b] = STICK if (lam[s] > 0.0 or sigma[s] < 0.0) else SEP
         else:
             mode[b] = STICK
-
-
-@njit(cache=True)
-def sliding_within(kind, start, size, param, lam, sigma, max_rows):
-    """True if the modes of (λ, σ) (`guess_modes_kernel`) have a sliding contact and at most
-    max_rows active rows: a problem for this polish rather than the sticking-only one."""
-    mode = np.empty(kind.shape[0], np.int64)
-    guess_modes_kernel(kind, start, param, lam, sigma, mode)
-    n, slide = 0, False
-    for b in range(kind.shape[0]):
-        if mode[b] != SEP:
-            n += size[b]
-        slide = slide or mode[b] == SLIDE
-    return slide and n <= max_rows
 
 
 @njit(cache=True)

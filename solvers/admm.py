@@ -24,8 +24,8 @@ Around the iterations (`admm_kernel`):
   mode corrections; tried after the warm start's polish (if that left more than 100 tol) and
   at iterations 10, 20 and 40, when the active rows number at most ``newton_rows``; accepted
   only if it meets the stopping test below. A falling robot's contacts mostly slide, which the polish above cannot
-  finish: on 1000 recorded G1-falling problems the ADMM iterations fell from 41.5 to 5.3 mean
-  (p95 84 → 10), the Newton steps averaging 9 (accepted or not);
+  finish: on 1000 recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations
+  fall from 41.2 to 5.7 mean (p95 86 → 10), the Newton steps averaging 8.8 (accepted or not);
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse

@@ -625,7 +625,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     sw = np.empty(m)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
     # the active-set Newton polish (`newton_polish`): its columns of G kept for the whole solve
-    newton = polish and sp.newton_rows > 0
+    newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
     n_newton_tries, nw_cols = 0, 0
     nw_steps = np.zeros(1, np.int64)
     nw_G = np.empty((sp.newton_rows if newton else 0, m))

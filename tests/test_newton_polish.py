@@ -88,14 +88,15 @@ def test_jacobian_is_the_derivative_of_the_equations():
     assert np.abs(Jm - fd).max() <= 1e-7 * max(1.0, np.abs(fd).max())
 
 
-def _newton(G, g, cones, lam0, steps=12):
+def _newton(G, g, cones, lam0, steps=12, Rc=None):
     m = g.size
     dense, geo, fac, ws, dn = operator_parts(DenseOp(G), m)
     kind, start, size, param = cones.arrays()
     lam = np.empty(m)
-    k, ok, ncols = active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g, np.zeros(0), False, lam0,
-                                        G @ lam0 + g, steps, 1e-7, np.empty((96, m)), np.full(m, -1, np.int64), 0,
-                                        lam)
+    Gc = G if Rc is None else G + np.diag(Rc)
+    k, ok, ncols = active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g,
+                                        np.zeros(0) if Rc is None else Rc, Rc is not None, lam0, Gc @ lam0 + g, steps,
+                                        1e-7, np.empty((96, m)), np.full(m, -1, np.int64), 0, lam)
     return lam, k, ok
 
 
@@ -139,6 +140,23 @@ def test_newton_on_random_redundant_problems():
                 assert kkt_violation(G, g, blocks, lam) < 1e-9
             near += ok and lam0 is early.lam
     assert near >= 15
+
+
+def test_newton_with_compliance_and_the_convex_relaxation():
+    """With a compliance R_c the polish solves the law of G + R_c (dense KKT check on G + R_c),
+    and the ADMM does not try it on the convex relaxation (ncp=False), whose sliding law differs."""
+    rng = np.random.default_rng(4)
+    G, g = random_contact_problem(rng, n_contacts=5, nv=20)
+    g[2::3] -= 0.05
+    Rc = np.full(g.size, 1e-3)
+    cones = ConeSet.from_blocks([("cone", 3, 0.5)] * 5)
+    blocks = [("cone", slice(3 * i, 3 * i + 3), 0.5) for i in range(5)]
+    early = ADMMSolver(ADMMSettings(max_iter=30, newton_rows=0)).solve(DenseOp(G), g, cones, compliance=Rc)
+    lam, k, ok = _newton(G, g, cones, early.lam, steps=40, Rc=Rc)
+    assert ok and kkt_violation(G + np.diag(Rc), g, blocks, lam) < 1e-9
+    assert kkt_violation(G, g, blocks, lam) > 1e-6          # R_c is really in the law it solved
+    r = ADMMSolver(ADMMSettings(ncp=False)).solve(DenseOp(G), g, cones)
+    assert r.converged and r.newton_steps == 0
 
 
 @pytest.mark.parametrize("name", ["a", "b"])

@@ -24,8 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_step  # noqa: E402
 from solvers.admm import ADMMSettings, ADMMSolver  # noqa: E402
-from solvers.delassus_kernels import Explicit  # noqa: E402
-from solvers.opstate import explicit_state  # noqa: E402
+from solvers.cones import ConeSet  # noqa: E402
 from solvers.pgs import explicit_matrix  # noqa: E402
 
 VARIANTS = {
@@ -36,28 +35,15 @@ VARIANTS = {
 }
 
 
-class ExplicitOperator:
-    """A recorded G as an operator for `ADMMSolver` (the explicit side of `solvers.opstate`)."""
+class RecordedOperator:
+    """A recorded G offering only ``matvec``: the solver runs on its explicit side
+    (`solvers.opstate.compiled_state`)."""
 
     def __init__(self, G):
-        m = G.shape[0]
-        self.G = np.ascontiguousarray(G)
-        self._state = explicit_state(Explicit(self.G, np.empty((m, m)), np.empty(m), np.empty(m)))
-
-    def compiled_state(self):
-        return self._state
+        self.G = G
 
     def matvec(self, x):
         return self.G @ x
-
-
-class RecordedCones:
-    def __init__(self, arrays):
-        self._arrays = arrays
-        self.m = int(arrays[2].sum())
-
-    def arrays(self):
-        return self._arrays
 
 
 def record(scene, steps):
@@ -73,7 +59,9 @@ def record(scene, steps):
             p = op
             m = p.g.shape[0]
             G = explicit_matrix(lambda x: np.asarray(p.op.matvec(x), float), m)
-            problems.append(dict(G=0.5 * (G + G.T), g=p.g.copy(), cones=tuple(a.copy() for a in p.cones.arrays()),
+            kind, _, size, param = p.cones.arrays()
+            problems.append(dict(G=0.5 * (G + G.T), g=p.g.copy(),
+                                 cones=ConeSet.from_blocks(zip(kind.tolist(), size.tolist(), param.tolist())),
                                  x0=None if p.x0 is None else p.x0.copy(), L=p.max_eigenvalue,
                                  Rc=None if p.compliance is None else np.array(p.compliance, float)))
         return solve(self, op, g, cones, **kw)
@@ -90,7 +78,7 @@ def replay(problems, settings):
     solver = ADMMSolver(ADMMSettings(**settings))
     its, newton, conv = [], [], []
     for p in problems:
-        r = solver.solve(ExplicitOperator(p["G"]), p["g"], RecordedCones(p["cones"]), compliance=p["Rc"], x0=p["x0"],
+        r = solver.solve(RecordedOperator(p["G"]), p["g"], p["cones"], compliance=p["Rc"], x0=p["x0"],
                          max_eigenvalue=p["L"])
         its.append(r.iterations)
         newton.append(r.newton_steps)

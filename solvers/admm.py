@@ -22,10 +22,12 @@ Around the iterations (`admm_kernel`):
   contact law solved on guessed modes with sliding contacts too (a sliding contact's force angle
   and slip speed as unknowns), by Newton's method on the dense block of the active rows, with
   mode corrections; tried after the warm start's polish (if that left more than 100 tol) and
-  at iterations 10, 20 and 40, when the active rows number at most ``newton_rows``; accepted
-  only if it meets the stopping test below. A falling robot's contacts mostly slide, which the polish above cannot
-  finish: on 1000 recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations
-  fall from 41.2 to 5.7 mean (p95 86 → 10), the Newton steps averaging 8.8 (accepted or not);
+  after each of the iterate's polishes (at most four attempts in all: iterations 10, 20, 40, and
+  80 without a warm start), when the active rows number at most ``newton_rows``; accepted only
+  if it meets the stopping test below. A falling robot's contacts mostly slide, which the polish
+  above cannot finish: on 1000 recorded G1-falling problems (`bench/bench_replay.py`) the ADMM
+  iterations fall from 41.2 to 5.7 mean (p95 86 → 10), the Newton steps averaging 8.8 (accepted
+  or not);
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse
@@ -110,7 +112,7 @@ class ADMMSettings:
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
     newton_rows: int = 96            # active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
-    newton_steps: int = 30           # its Newton steps per attempt (after the warm polish, at iterations 10, 20, 40)
+    newton_steps: int = 30           # its Newton steps per attempt (after the warm and the iterations' polishes)
 
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):

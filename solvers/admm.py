@@ -21,13 +21,15 @@ Around the iterations (`admm_kernel`):
 - Newton polish (`newton_polish.active_newton_kernel`, setting ``newton_rows``, default 96): the
   contact law solved on guessed modes with sliding contacts too (a sliding contact's force angle
   and slip speed as unknowns), by Newton's method on the dense block of the active rows, with
-  mode corrections; tried after the warm start's polish (if that left more than 100 tol) and
-  after each of the iterate's polishes (at most four attempts in all: iterations 10, 20, 40, and
-  80 without a warm start), when the active rows number at most ``newton_rows``; accepted only
-  if it meets the stopping test below. A falling robot's contacts mostly slide, which the polish
-  above cannot finish: on 1000 recorded G1-falling problems (`bench/bench_replay.py`) the ADMM
-  iterations fall from 41.2 to 5.7 mean (p95 86 → 10), the Newton steps averaging 8.8 (accepted
-  or not);
+  mode corrections; tried from the warm start after its polish (if that left more than
+  ``newton_warm`` = 100 tol) or when λ = 0 beat the warm start (an impact: its largest error
+  exceeds zero's while its modes are mostly right), and after each of the iterate's polishes (at
+  most four attempts in all: iterations 10, 20, 40, and 80 without a warm start), when the
+  active rows number at most ``newton_rows``; accepted only if it meets the stopping test
+  below. A falling robot's contacts mostly slide, which the polish above cannot finish: on 1000
+  recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations are 2.9 mean
+  (median 1, p95 10, 83% of the solves within one), the Newton steps averaging 11.4 (accepted
+  or not), against 44.1 mean (p95 78) without it;
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse
@@ -113,6 +115,7 @@ class ADMMSettings:
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
     newton_rows: int = 96            # active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
     newton_steps: int = 30           # its Newton steps per attempt (after the warm and the iterations' polishes)
+    newton_warm: float = 100.0       # Newton from the warm start only if its polish left > newton_warm · tol
 
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):
@@ -130,6 +133,8 @@ class ADMMSettings:
                 isinstance(self.newton_steps, (int, np.integer)) and self.newton_steps >= 1):
             raise ValueError(f"newton_rows must be an integer ≥ 0 and newton_steps ≥ 1, got {self.newton_rows!r}, "
                              f"{self.newton_steps!r}")
+        if not (isinstance(self.newton_warm, (int, float, np.integer, np.floating)) and self.newton_warm >= 1):
+            raise ValueError(f"newton_warm must be a number ≥ 1, got {self.newton_warm!r}")
         if self.update_rule not in ("spectral", "osqp"):
             raise ValueError(f"update_rule must be 'spectral' or 'osqp', got {self.update_rule!r}")
 
@@ -525,19 +530,19 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     return count, head, have_prev, last, fn_prev
 
 
-NEWTON_WARM_FACTOR = 100.0   # see admm_kernel: the Newton polish from the warm start only beyond 100 tol
-
 SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.bool_), ("record", np.bool_),
                         ("polish", np.bool_), ("eig_iters", np.int64), ("tau", np.float64), ("mu_prox", np.float64),
                         ("tol", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
                         ("rho_factor", np.float64), ("L", np.float64), ("rho_min", np.float64),
                         ("relaxation", np.float64), ("scaling", np.float64), ("L_scaled", np.float64),
-                        ("anderson", np.int64), ("newton_rows", np.int64), ("newton_steps", np.int64)], align=True)
+                        ("anderson", np.int64), ("newton_rows", np.int64), ("newton_steps", np.int64),
+                        ("newton_warm", np.float64)], align=True)
 """One solve's settings for the kernel, a record (the kernel takes a (1,) array of it: one
 argument to unbox, where a named tuple of 18 fields costs about 1.5 µs a call): `ADMMSettings`'
 names; tol in m/s, L = λ_max(G), rho_min the smallest damping μ_prox + min R_c, L_scaled
 λ_max(S G S) if known else 0, anderson the memory, 0: off; newton_rows, newton_steps the
-Newton polish's limits (0 rows: off)."""
+Newton polish's limits (0 rows: off), newton_warm its threshold after the warm start's polish
+(in tolerances)."""
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change",
@@ -611,8 +616,8 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         z += s
     r0 = velocity_residual_kernel(kind, start, size, param, x, z)
     warm = False
+    xw = np.empty(m if use_x0 else 0)     # the warm start projected on the cones
     if use_x0:
-        xw = np.empty(m)
         project_kernel(kind, start, size, param, x0, xw)
         zw = np.empty(m)
         rw = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw, zw, s)
@@ -644,12 +649,15 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
     # Newton from the warm start's modes, unless the warm start or its polish came within
-    # NEWTON_WARM_FACTOR tol of the law (modes right: a few iterations finish it for less than
-    # the Newton's dense block costs; G1 lying: solver +9 µs a step without this test)
-    if newton and warm and best[0] > NEWTON_WARM_FACTOR * tol:
+    # newton_warm tol of the law (modes right: a few iterations finish it for less than
+    # the Newton's dense block costs; G1 lying: solver +9 µs a step without this test). Also
+    # when λ = 0 beat the warm start: its largest error can exceed zero's (a falling robot's
+    # impact) while its modes are mostly right (G1 falling: Newton from it succeeded on 105 of
+    # 127 such solves, which otherwise ran 10 iterations first)
+    if newton and use_x0 and (not warm or best[0] > sp.newton_warm * tol):
         n_newton_tries += 1
         xw_n = np.empty(m)
-        nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, x,
+        nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw,
                                         sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps)
         if good and rnw[0] <= tol:
             lam[:] = xw_n
@@ -895,7 +903,8 @@ class ADMMSolver:
         prm[0] = (int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
                   int(st.eig_iters), float(st.tau), float(st.mu_prox), float(tol), float(st.ratio_primal_dual),
                   float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
-                  float(st.scaling), float(L_scaled), int(st.anderson), int(st.newton_rows), int(st.newton_steps))
+                  float(st.scaling), float(L_scaled), int(st.anderson), int(st.newton_rows), int(st.newton_steps),
+                  float(st.newton_warm))
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)

@@ -17,7 +17,10 @@ Around the iterations (`admm_kernel`):
   better; if it already does within tolerance, no factorisation at all;
 - polish (`polish_kernel`): the warm start's contact modes (sticking, sliding, separated) are
   taken as right and the sticking rows corrected by one least-squares solve; on a settled
-  pile this is the whole solve. Retried from the iterate's modes at iterations 10, 20, 40, 80;
+  pile this is the whole solve. Skipped (the Newton polish below goes first) when a sliding
+  contact of the warm start slips faster than 100 tol (`boundary_slip`, `SLIP_POLISH`): the
+  polish holds its impulse fixed, so it cannot succeed. Retried from the iterate's modes at
+  iterations 10, 20, 40, 80;
 - Newton polish (`newton_polish.active_newton_kernel`, setting ``newton_rows``, default 96): the
   contact law solved on guessed modes with sliding contacts too (a sliding contact's force angle
   and slip speed as unknowns), by Newton's method on the dense block of the active rows, with
@@ -27,9 +30,9 @@ Around the iterations (`admm_kernel`):
   most four attempts in all: iterations 10, 20, 40, and 80 without a warm start), when the
   active rows number at most ``newton_rows``; accepted only if it meets the stopping test
   below. A falling robot's contacts mostly slide, which the polish above cannot finish: on 1000
-  recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations are 2.9 mean
-  (median 1, p95 10, 83% of the solves within one), the Newton steps averaging 11.4 (accepted
-  or not), against 44.1 mean (p95 78) without it;
+  recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations are 3.1 mean
+  (median 1, p95 10, 87% of the solves within one), the Newton steps averaging 11.6 (accepted
+  or not), against 39.9 mean (p95 80) without it;
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse
@@ -275,6 +278,20 @@ def _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, b, out):
     op_solve(dense, geo, fac, ws, dn, b, out)
     for r in range(rhs.shape[0]):
         out[r] /= sc[r]
+
+
+@njit(cache=True, inline="always")
+def boundary_slip(kind, start, param, lam, sigma):
+    """The largest slip speed ‖σ_t‖ (m/s) of the cones whose impulse λ is on the boundary
+    (sliding, as `active_set_kernel` classifies them), 0 if none."""
+    slip = 0.0
+    for b in range(kind.shape[0]):
+        if kind[b] == CONE:
+            s = start[b]
+            n, nt = lam[s + 2], math.sqrt(lam[s] ** 2 + lam[s + 1] ** 2)
+            if n > 0.0 and nt > 0.0 and nt >= param[b] * n * (1.0 - 1e-9):
+                slip = max(slip, math.sqrt(sigma[s] ** 2 + sigma[s + 1] ** 2))
+    return slip
 
 
 @njit(cache=True)
@@ -530,6 +547,8 @@ def anderson_update(kind, start, size, param, g, x, y, z, yk, zk, s, rhs, trho, 
     return count, head, have_prev, last, fn_prev
 
 
+SLIP_POLISH = 100.0      # admm_kernel: no polish from a warm start slipping faster than this many tol
+
 SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.bool_), ("record", np.bool_),
                         ("polish", np.bool_), ("eig_iters", np.int64), ("tau", np.float64), ("mu_prox", np.float64),
                         ("tol", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
@@ -637,7 +656,12 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     nw_steps = np.zeros(1, np.int64)
     nw_G = np.empty((sp.newton_rows if newton else 0, m))
     nw_col_of = np.full(m, -1, np.int64)
-    if polish and warm:          # the previous step's contact modes, solved exactly
+    # the polish holds a sliding impulse fixed, so it cannot succeed when a warm start's sliding
+    # contact slips (its final slip would have to point exactly against that impulse): the
+    # Newton polish then goes first (G1 falling: 638 of 638 such polishes failed; a robot at
+    # rest slips nowhere and its polish succeeds)
+    slipping = newton and warm and boundary_slip(kind, start, param, x, z) > SLIP_POLISH * tol
+    if polish and warm and not slipping:     # the previous step's contact modes, solved exactly
         n_polish += 1
         for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
             sw[r] = z[r] - s[r] if ncp else z[r]
@@ -654,7 +678,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     # when λ = 0 beat the warm start: its largest error can exceed zero's (a falling robot's
     # impact) while its modes are mostly right (G1 falling: Newton from it succeeded on 105 of
     # 127 such solves, which otherwise ran 10 iterations first)
-    if newton and use_x0 and (not warm or best[0] > sp.newton_warm * tol):
+    if newton and use_x0 and (not warm or slipping or best[0] > sp.newton_warm * tol):
         n_newton_tries += 1
         xw_n = np.empty(m)
         nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw,

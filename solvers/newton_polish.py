@@ -24,8 +24,8 @@ The caller accepts the result only if its Coulomb residual (`cones.velocity_resi
 the ADMM's stopping test) is within tolerance, so a wrong guess costs time, never accuracy.
 
 Measured on 1000 contact problems recorded from G1 falling (`bench/bench_replay.py`), in the
-ADMM (`admm.admm_kernel`): 83% of the solves end within one ADMM iteration, the ADMM
-iterations per solve 44.1 → 2.9 mean (p95 78 → 10), 11.4 Newton steps per solve on average. On a redundant pile with
+ADMM (`admm.admm_kernel`): 87% of the solves end within one ADMM iteration, the ADMM
+iterations per solve 39.9 → 3.1 mean (p95 80 → 10), 11.6 Newton steps per solve on average. On a redundant pile with
 hundreds of active rows (three G1 on the box pyramid, tests/data/problem_robots_*.npz) it fails
 from every start tried, even from an ADMM iterate within 1e-6 m/s of the law (the damped system
 amplifies one wrong mode by 1/δ: residuals of 1e0 to 1e4 m/s); the ADMM's setting

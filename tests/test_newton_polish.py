@@ -222,6 +222,38 @@ def test_a_sliding_spinning_box_is_solved_by_the_newton_polish():
     assert newton >= 90
 
 
+def test_a_slipping_warm_start_goes_to_newton_without_the_polish():
+    """The polish holds sliding impulses fixed, so from a warm start whose sliding contacts slip
+    it cannot succeed: the solver skips it and goes to the Newton polish (`boundary_slip`, the
+    largest slip of the contacts on their cone's boundary, against numpy). Checked on a step of
+    the sliding, spinning box: no polish solve, the Newton polish solves the step to 1e-10 m/s."""
+    import simstep
+    from solvers.admm import boundary_slip
+    from test_simulator import box_world
+    rng = np.random.default_rng(3)
+    cones = ConeSet.from_blocks([(CONE, 3, 0.5)] * 6)
+    kind, start, size, param = cones.arrays()
+    lam = cones.project(rng.normal(size=18) + np.tile([0, 0, 0.5], 6))
+    sigma = rng.normal(size=18)
+    on_edge = [b for b in range(6) if lam[3 * b + 2] > 0 and
+               np.hypot(*lam[3 * b:3 * b + 2]) >= 0.5 * lam[3 * b + 2] * (1 - 1e-9)]
+    assert 0 < len(on_edge) < 6
+    assert boundary_slip(kind, start, param, lam, sigma) == max(np.hypot(*sigma[3 * b:3 * b + 2]) for b in on_edge)
+    sim = simstep.Simulator(box_world(0.3, v0=(1.0, 0.3, 0, 0, 0, 6.0)), dt=1e-3)
+    sim.run(5)
+    problems = []
+    solve = sim.admm.solve
+    sim.admm.solve = lambda p, *a, **k: problems.append(p) or solve(p, *a, **k)
+    sim.step()
+    p = problems[0]
+    x = p.cones.project(p.x0)
+    kind, start, size, param = p.cones.arrays()
+    assert boundary_slip(kind, start, param, x, p.op.matvec(x) + p.g) > 1e-3      # the corners slip
+    r = ADMMSolver().solve(p)
+    assert r.warm_started and r.polish_solves == 0 and r.newton_steps > 0 and r.iterations == 1
+    assert r.converged and r.velocity_residual < 1e-10
+
+
 @pytest.mark.parametrize("bad", [dict(newton_rows=-1), dict(newton_steps=0), dict(newton_rows=2.5),
                                  dict(newton_warm=0.5), dict(newton_warm="x")])
 def test_newton_settings_are_checked(bad):

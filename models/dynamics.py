@@ -337,6 +337,19 @@ def _make_dinv_sweeps(bias):
         h, w, y, a = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
         for i in range(n - 1, -1, -1):
             par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
+            if nvi == 1 and par >= 0:     # one dof (most joints): the same operations, unrolled
+                u = tau[iv] + _dot_col(S, iv, f[i])
+                qdd[iv] = u
+                if bias:
+                    _mv6(IA[i], c[i], h)
+                    u = u - _dot_col(U, iv, c[i])
+                y0 = 0.0
+                y0 += Dinv[i, 0, 0] * u
+                for r in range(6):
+                    t = f[i, r] - h[r] if bias else f[i, r]
+                    t -= U[r, iv] * y0
+                    f[par, r] += t
+                continue
             joint_torque_into(S, iv, nvi, tau, f[i], qdd, iv)       # u, kept in q̈ until the forward sweep
             if par >= 0:
                 if bias:
@@ -361,6 +374,14 @@ def _make_dinv_sweeps(bias):
             for r in range(6):
                 t = acc[par, r] if par >= 0 else a0[r]
                 a[r] = t + c[i, r] if bias else t
+            if nvi == 1:                  # one dof, unrolled as above
+                w0 = qdd[iv] - _dot_col(U, iv, a)
+                t = 0.0
+                t += Dinv[i, 0, 0] * w0
+                qdd[iv] = t
+                for r in range(6):
+                    acc[i, r] = a[r] + S[r, iv] * t
+                continue
             for k in range(nvi):
                 w[k] = qdd[iv + k] - _dot_col(U, iv + k, a)
             for k in range(nvi):

@@ -411,6 +411,21 @@ class Simulator:
             tau = tau - m.damping * self.v
         return tau
 
+    @property
+    def contacts(self):
+        """The last step's `StepContacts` (contact points, frames, bodies, impulses, distances;
+        built on first access after the step, not by the step itself)."""
+        if self._contacts is None:
+            c, lam, dt = self._step_contacts
+            k = len(c)
+            self._contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance,
+                                          lam[:3 * k].reshape(k, 3), c.friction, c.key, dt)
+        return self._contacts
+
+    @contacts.setter
+    def contacts(self, value):
+        self._contacts = value
+
     def _empty_contacts(self):
         z = np.zeros(0)
         return StepContacts(_EMPTY_I, _EMPTY_I, np.zeros((0, 3)), np.zeros((0, 3, 3)), z, np.zeros((0, 3)), z,
@@ -567,7 +582,6 @@ class Simulator:
 
     def _commit(self, q_next, v_next, d_next, c, lam, warm_lam, tau_v, st):
         """The new state, contacts, warm start and sensors' inputs (nothing here can fail)."""
-        k = len(c)
         self._prev = (self.q, self.v)    # the step's start, for the IMU's finite difference (never mutated)
         self._data_next = self.data
         self.q, self.v, self.data = q_next, v_next, d_next
@@ -576,9 +590,7 @@ class Simulator:
         if self._fext_applied:
             self._fext[:] = 0.0
             self._fext_applied = False
-        imp = lam[:3 * k].reshape(k, 3)
-        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key,
-                                     self.dt)
+        self._contacts, self._step_contacts = None, (c, lam, self.dt)    # `contacts`, built when read
         self.assembler.commit(c, warm_lam)
         self.applied_torque = tau_v.copy()      # a copy: actuation arrays may be reused (float: `_tau`)
         st.max_penetration = max_penetration(c.distance)

@@ -105,10 +105,16 @@ class Data:
     def _compute(self, q):
         """`compute` on a q already checked (the simulator's integrated state); keeps q."""
         m = self.model
+        return self._computed(q, compute_kernel(m.jint, m.jfloat, m.armature, q, self.state, self._factored))
+
+    def _computed(self, q, ok):
+        """After `compute_kernel` ran on this Data's state at q with result ok (here, or inside a
+        caller's kernel: `simstep.integrator.step_end_kernel`): keeps q; raises if the
+        factorisation failed."""
         self.q = q
-        if not compute_kernel(m.jint, m.jfloat, m.armature, q, self.state, self._factored):
+        if not ok:
             self._factored = False
-            raise m.singular_mass_matrix_error(self.op)
+            raise self.model.singular_mass_matrix_error(self.op)
         self._factored = True
         return self
 

@@ -28,12 +28,16 @@ import numpy as np
 from numba import njit
 
 import models
+import models.data
+import models.kinematics
+from models.data import compute_kernel
 from models.dynamics import aba_bias_kernel
 from models.jitcache import drop_stale_cache
 from models.joints import FREE, SPHERICAL, joint_integrate
 from models.layout import JI_IQ, JI_IV, JI_NQ, JI_TYPE
 
-drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__, models.dynamics.__file__])
+drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__, models.dynamics.__file__,
+                            models.kinematics.__file__, models.data.__file__])
 
 
 @njit(cache=True, inline="always")
@@ -248,6 +252,17 @@ def integrate_kernel(jint, q, v_free, dv, lam, h, q_out, v_next, v_out):
     for r in range(lam.shape[0]):
         acc += lam[r]
     return advance_kernel(jint, q, v_next, h, q_out, v_out) and np.isfinite(acc)
+
+
+@njit(cache=True)
+def step_end_kernel(jint, jfloat, armature, q, v_free, dv, lam, h, q_out, v_next, v_out, d, refactor):
+    """`integrate_kernel`, then the next step's kinematics and articulated factor at q_out in the
+    same call (`models.data.compute_kernel` on the next Data's `DataState` d, refactor: that
+    Data's last factorisation succeeded). Returns 0, or 1 if q_out, v_out or λ is not finite (d
+    untouched), or 2 if the factorisation failed (the caller then raises, `models.Data._computed`)."""
+    if not integrate_kernel(jint, q, v_free, dv, lam, h, q_out, v_next, v_out):
+        return 1
+    return 0 if compute_kernel(jint, jfloat, armature, q_out, d, refactor) else 2
 
 
 @njit(cache=True)

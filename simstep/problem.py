@@ -27,13 +27,22 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
+import models.joints
+import models.spatial
+import solvers.delassus_kernels
+import solvers.opstate
+from models.jitcache import drop_stale_cache
 from solvers import (ConstraintSet, DenseDelassus, JointFriction, JointLimit, LoopClosure, MatrixFreeDelassus,
                      as_constraint_set)
-from solvers.opstate import max_eigenvalue
+from solvers.opstate import max_eigenvalue, state_j_apply
 from solvers.cones import ConeSet
 from solvers.elimination import StructureCache
 
 from .projection import closure_error_kernel
+
+# `step_vectors_kernel` compiles in the operator's J v (`solvers.opstate.state_j_apply`)
+drop_stale_cache(__file__, [solvers.opstate.__file__, solvers.delassus_kernels.__file__, models.spatial.__file__,
+                            models.joints.__file__])
 
 WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
 
@@ -146,6 +155,22 @@ def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, 
         if e[i] > 0 and v < -threshold and phi <= -v * dt + 1e-12:
             corr = e[i] * v
         g[3 * i + 2] += corr
+
+
+@njit(cache=True)
+def step_vectors_kernel(state, v_free, distance, slop, vn_pre, e, dt, erp, vmax, threshold, limit_gaps, limit_row,
+                        prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, g, x0):
+    """The step's vectors on a matrix-free `solvers.opstate.OperatorState` in one call: g = J v_f
+    (`state_j_apply`), plus the contacts' targets (`contact_targets_kernel`; vn_pre: the
+    contacts' incoming velocities J v, or g itself without restitution) and the active joint
+    limits' (`limit_targets_kernel`, rows from limit_row); then the contacts' part of the warm
+    start x0 (`warm_start_kernel`, x0 zeroed by the caller). Returns whether a contact matched."""
+    state_j_apply(state, v_free, g)
+    contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g)
+    limit_targets_kernel(limit_gaps, slop, dt, erp, vmax, g, limit_row)
+    if keys.shape[0] == 0 or prev_keys.shape[0] == 0:
+        return False
+    return warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, x0)
 
 
 def isolated_pairs(body1, body2):
@@ -267,13 +292,17 @@ class ProblemAssembler:
             self._stabilise(g, None, c, 0, v, extra_err, limit_gaps)
             return ContactProblem(cs, cones, None, g, None, None, 0.0, None, c)
         op = self._operator(cs, cones.m, q, data)
-        g = op.J_apply(v_free)
-        self._stabilise(g, op, c, k, v, extra_err, limit_gaps)
+        sim = self.sim
+        if sim.operator == "matrix_free" and sim.lcp is None and sim.solver_name == "admm":
+            g, x0 = self._vectors(op, c, k, cones.m, v, v_free, extra_err, limit_gaps)
+        else:
+            g = op.J_apply(v_free)
+            self._stabilise(g, op, c, k, v, extra_err, limit_gaps)
+            x0 = self._warm_start(c, k, cones.m)
         compliance = None
-        if k and self.sim._any_compliance and c.compliance.any():
+        if k and sim._any_compliance and c.compliance.any():
             compliance = np.zeros(cones.m)
             compliance[:3 * k] = np.repeat(c.compliance, 3)
-        x0 = self._warm_start(c, k, cones.m)
         # the bodies' incoming constraint velocity J v, evaluated only when the solver asks
         # (after a polish, `solvers.admm.warm_next_kernel`)
         jv = None if x0 is None else (lambda: op.J_apply(v))
@@ -349,6 +378,32 @@ class ProblemAssembler:
         self.last_set = (tail, c.key // 4, cs, cones)     # the geometry pair of each contact
         return cs, cones, extra_err, limit_gaps
 
+    def _vectors(self, op, c, k, mrows, v, v_free, extra_err, limit_gaps):
+        """g (`_stabilise`) and the warm start x0 (`_warm_start`) of a matrix-free operator
+        whose compiled state the ADMM runs on: J v_f, the contact and joint-limit targets and
+        the contacts' warm start in one call (`step_vectors_kernel`)."""
+        sim = self.sim
+        g, x0 = np.empty(mrows), np.zeros(mrows)
+        e, vn_pre = c.restitution, g
+        if k and sim._any_restitution and e.any():     # restitution: the contact velocities before the step
+            vn_pre = op.J_apply(v)
+            e = e * isolated_pairs(c.body1, c.body2)
+        w = self.warm
+        hit = step_vectors_kernel(op.compiled_state(), v_free, c.distance, sim.contact_slop, vn_pre, e, sim.dt,
+                                  sim.erp, sim.max_depenetration_velocity, sim.restitution_threshold, limit_gaps,
+                                  3 * k + self._extra_rows, w.keys, w.position, w.frame, w.lam, c.key, c.position,
+                                  c.frame, WARM_START_GATE, g, x0)
+        if extra_err is not None:
+            self._closure_targets(g, 3 * k, extra_err)
+        return g, self._warm_tail(x0, k, hit)
+
+    def _closure_targets(self, g, row, extra_err):
+        """g[row:row + n] += the world's extra constraints' drift correction (loop closures:
+        erp e/dt within ±max_depenetration_velocity; the other kinds have e = 0)."""
+        sim = self.sim
+        vmax, n = sim.max_depenetration_velocity, self._extra_rows
+        g[row:row + n] += np.clip(sim.erp * extra_err[:n] / sim.dt, -vmax, vmax)
+
     def _stabilise(self, g, op, c, k, v, extra_err, limit_gaps):
         """Add position correction, speculative distance and restitution targets to g in place."""
         sim = self.sim
@@ -364,8 +419,7 @@ class ProblemAssembler:
                                    sim.restitution_threshold, g)
         row = 3 * k
         if extra_err is not None:
-            n = self._extra_rows
-            g[row:row + n] += np.clip(erp * extra_err[:n] / dt, -vmax, vmax)
+            self._closure_targets(g, row, extra_err)
         row += self._extra_rows
         if limit_gaps.size:
             limit_targets_kernel(limit_gaps, sim.contact_slop, dt, erp, vmax, g, row)
@@ -378,7 +432,13 @@ class ProblemAssembler:
         x0 = np.zeros(mrows)
         hit = k > 0 and w.keys.size > 0 and \
             warm_start_kernel(w.keys, w.position, w.frame, w.lam, c.key, c.position, c.frame, WARM_START_GATE, x0)
-        ntail = mrows - 3 * k
+        return self._warm_tail(x0, k, hit)
+
+    def _warm_tail(self, x0, k, hit):
+        """x0 with the rows after the k contacts carried over from the last step's impulses when
+        they are the same constraints; None if neither a contact (hit) nor the tail matched."""
+        w = self.warm
+        ntail = x0.shape[0] - 3 * k
         if ntail and w.tail is self.tail and w.lam.size >= ntail:
             x0[3 * k:] = w.lam[w.lam.size - ntail:]
             hit = True

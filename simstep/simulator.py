@@ -36,7 +36,8 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .bilateral_step import BilateralStep
-from .integrator import FREE_BODY, articulated_step_kernel, body_kinds, free_step_kernel, integrate_kernel
+from .integrator import (FREE_BODY, articulated_step_kernel, body_kinds, free_step_kernel, integrate_kernel,
+                         step_end_kernel)
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
@@ -175,12 +176,14 @@ class Simulator:
         self.set_actuation(actuation)
         self._init_projection(project_closures, projection_tol, projection_max_iter)
         self._fext = np.zeros((self.model.nbodies, 6))
+        self._fext_applied = False     # apply_force since the last step: _fext to clear at the commit
         self._body_kind, self._body_inertia, self._body_inertia_inv = body_kinds(self.model)
         self._all_free = bool(self._body_kind.size) and bool(np.all(self._body_kind == FREE_BODY))
         self._free_step = free_step_kernel if np.any(self._body_kind) else articulated_step_kernel
         self._mass, self._com = np.ascontiguousarray(self.model.mass), np.ascontiguousarray(self.model.com)
         self._data_next = models.Data(self.model)   # the next step's Data, swapped in on success
         self._zero_v = np.zeros(self.model.nv)     # read only: τ without actuation, Δv without constraint rows
+        self._v_sum = np.empty(self.model.nv)      # scratch of `_integrate`: v_f + Δv in the old axes
         # materials are fixed for the simulator's life: skip the per-step checks when none has them
         self._any_compliance = bool(np.any(self.detector.shapes.compliance))
         self._any_restitution = bool(np.any(self.detector.shapes.restitution))
@@ -296,6 +299,7 @@ class Simulator:
         n = np.zeros(3) if torque is None else check_vector("torque", torque, 3)
         self._fext[b, :3] += f
         self._fext[b, 3:] += np.cross(p, f) + n   # moment about the world origin
+        self._fext_applied = True
 
     def body_pose(self, body):
         """(position (3,), quaternion xyzw (4,)) of a body (or merged link) frame in the world."""
@@ -406,6 +410,21 @@ class Simulator:
         if self._damped:
             tau = tau - m.damping * self.v
         return tau
+
+    @property
+    def contacts(self):
+        """The last step's `StepContacts` (contact points, frames, bodies, impulses, distances;
+        built on first access after the step, not by the step itself)."""
+        if self._contacts is None:
+            c, lam, dt = self._step_contacts
+            k = len(c)
+            self._contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance,
+                                          lam[:3 * k].reshape(k, 3), c.friction, c.key, dt)
+        return self._contacts
+
+    @contacts.setter
+    def contacts(self, value):
+        self._contacts = value
 
     def _empty_contacts(self):
         z = np.zeros(0)
@@ -536,35 +555,44 @@ class Simulator:
         elif dv is None:
             dv = problem.op.JT_minv(lam)
         phase[0] = "the integration"
-        q_next, v_next, v_state = np.empty(m.nq), np.empty(m.nv), np.empty(m.nv)
-        finite = integrate_kernel(m.jint, self.q, v_free, dv, lam, dt, q_next, v_next, v_state)
-        if finite and self._closure_set is not None:
-            phase[0] = "the loop-closure projection"
-            q_next = self._project(q_next, st)
-            finite = np.isfinite(q_next.sum())
+        q_next, v_next = np.empty(m.nq), np.empty(m.nv)
+        d_next = self._data_next
+        if self._closure_set is None:     # the integration and the next Data at q⁺ in one call
+            status = step_end_kernel(m.jint, m.jfloat, m.armature, self.q, v_free, dv, lam, dt, q_next, self._v_sum,
+                                     v_next, d_next.state, d_next._factored)
+            finite = status != 1
+        else:
+            status = None
+            finite = integrate_kernel(m.jint, self.q, v_free, dv, lam, dt, q_next, self._v_sum, v_next)
+            if finite:
+                phase[0] = "the loop-closure projection"
+                q_next = self._project(q_next, st)
+                finite = np.isfinite(q_next.sum())
         if not finite:
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s produced a non-finite state "
                                   f"(solver converged: {st.converged}, iterations {st.iterations}); "
                                   f"the state was left unchanged")
         phase[0] = "the kinematics at the new state"
-        d_next = self._data_next._compute(q_next)
+        if status is None:
+            d_next._compute(q_next)
+        else:
+            d_next._computed(q_next, status == 0)
         st.time_integration = time.perf_counter() - t0
-        return q_next, v_state, d_next
+        return q_next, v_next, d_next
 
     def _commit(self, q_next, v_next, d_next, c, lam, warm_lam, tau_v, st):
         """The new state, contacts, warm start and sensors' inputs (nothing here can fail)."""
-        k = len(c)
         self._prev = (self.q, self.v)    # the step's start, for the IMU's finite difference (never mutated)
         self._data_next = self.data
         self.q, self.v, self.data = q_next, v_next, d_next
         self.t += self.dt
         self.steps += 1
-        self._fext[:] = 0.0
-        imp = lam[:3 * k].reshape(k, 3)
-        self.contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance, imp, c.friction, c.key,
-                                     self.dt)
+        if self._fext_applied:
+            self._fext[:] = 0.0
+            self._fext_applied = False
+        self._contacts, self._step_contacts = None, (c, lam, self.dt)    # `contacts`, built when read
         self.assembler.commit(c, warm_lam)
-        self.applied_torque = np.array(tau_v, float)      # a copy: actuation arrays may be reused
+        self.applied_torque = tau_v.copy()      # a copy: actuation arrays may be reused (float: `_tau`)
         st.max_penetration = max_penetration(c.distance)
 
     # ------------------------------------------------------------------ run

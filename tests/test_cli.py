@@ -175,7 +175,7 @@ def test_compile_ahead_worker_uses_the_real_steps_signatures():
     assert out.returncode == 0, out.stderr[-3000:]
     lines = {ln.split(" ", 1)[0]: eval(ln.split(" ", 1)[1]) for ln in out.stdout.splitlines()
              if ln.split(" ", 1)[0] in ("WORKER", "DETECTION", "REST")}
-    assert "solvers.admm.admm_kernel" in lines["WORKER"] and "simstep.integrator.integrate_kernel" in lines["WORKER"]
+    assert "solvers.admm.admm_kernel" in lines["WORKER"] and "simstep.integrator.step_end_kernel" in lines["WORKER"]
     assert not [k for k in lines["WORKER"] if k.endswith(".detect_kernel")]
     assert [k for k in lines["DETECTION"] if k.endswith(".detect_kernel")]
     assert lines["REST"] == [], lines["REST"]

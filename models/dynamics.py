@@ -266,7 +266,16 @@ def _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D, keep):
                 D[k, l] = _dot_col(S, iv + k, U[:, iv + l])
             D[k, k] += armature[iv + k]
         ok = spd_inverse(D, nvi, Dinv[i])
-    if par >= 0:
+    if par >= 0 and nvi == 1:     # one dof (most joints): the same operations, D⁻¹ U computed once per column
+        w = D[1]                  # scratch (a one-dof D uses D[0, 0] only)
+        for c in range(6):
+            t = 0.0
+            t += Dinv[i, 0, 0] * U[c, iv]
+            w[c] = t
+        for r in range(6):
+            for c in range(6):
+                IA[par, r, c] += IA[i, r, c] - U[r, iv] * w[c]
+    elif par >= 0:
         for r in range(6):
             for c in range(6):
                 acc = IA[i, r, c]

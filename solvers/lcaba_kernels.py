@@ -224,6 +224,13 @@ def _schur(Ya, Yb, na, X):
             for b in range(6):
                 X[a, b] = -(y0 * Yb[0, b] + y1 * Yb[1, b] + y2 * Yb[2, b]
                             + y3 * Yb[3, b] + y4 * Yb[4, b] + y5 * Yb[5, b])
+    elif na == 1:                 # a one-dof joint: the same operations, unrolled
+        for a in range(6):
+            ya = Ya[0, a]
+            for b in range(6):
+                s = 0.0
+                s -= ya * Yb[0, b]
+                X[a, b] = s
     else:
         for a in range(6):
             for b in range(6):
@@ -236,6 +243,15 @@ def _schur(Ya, Yb, na, X):
 @njit(cache=True, inline="always")
 def _schur_sym(Ya, na, X):
     """X = −Ŷaᵀ Ŷa (6×6, symmetric: upper triangle computed, mirrored)."""
+    if na == 1:                   # a one-dof joint: the same operations, unrolled
+        for a in range(6):
+            ya = Ya[0, a]
+            for b in range(a, 6):
+                s = 0.0
+                s -= ya * Ya[0, b]
+                X[a, b] = s
+                X[b, a] = s
+        return
     for a in range(6):
         for b in range(a, 6):
             s = 0.0

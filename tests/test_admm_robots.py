@@ -10,7 +10,22 @@ What these problems show (measured on the saved files; see the session report of
 - the ADMM reaches 1e-3 m/s in about 150 iterations and 2e-5 m/s in about 600, then stalls near
   5e-6 m/s for thousands of iterations; what is left is the slip direction of sliding box–box
   contacts. The convex relaxation (no De Saxcé term) does not reach 1e-6 m/s in 1000 either, so
-  the conditioning, not the non-convexity, is what costs."""
+  the conditioning, not the non-convexity, is what costs.
+
+Later in the same simulation (measured, not tested here: scratch runs of `scenes.pyramid_with_robots`
+to 12 s) the pile comes to rest (largest joint speed below 0.02 m/s from 4.5 s on, 450 contacts,
+1372 rows) and the ADMM still needs 550–750 iterations a step, because:
+- the warm start loses to λ = 0 (0.7 m/s against 0.01 m/s): a robot link lying on the floor has
+  hull vertices just under the 1 mm patch tolerance above its lowest point, which enter and
+  leave the four-point patch from step to step, so patch points jump by up to 19 mm and an
+  impulse is carried to a point 1 mm above the floor;
+- the polish cannot finish it even from the converged impulses and their own modes (it returns
+  5 m/s): σ_E keeps a component outside the range of the redundant G_EE, which the damped solve
+  (G_EE + δ I)⁻¹ σ_E amplifies by 1/δ. A filtered correction (G_EE + δ I)⁻¹ G_EE (G_EE + δ I)⁻¹ σ_E
+  leaves the converged impulses as they are, but from the warm start or from ADMM iterates the
+  mode guesses stay wrong (12–20 contacts sit on their cone's edge with slip below 2e-5 m/s) and
+  repeated mode corrections diverge;
+- forcing the ADMM to start from the warm start saves little (394 → 360 iterations)."""
 import numpy as np
 import pytest
 

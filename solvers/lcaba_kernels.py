@@ -464,13 +464,22 @@ def lcaba_solve_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, L, Y,
             for k in range(r):
                 s -= L[i, r, k] * w[i, k]
             w[i, r] = s * L[i, r, r]
-        for E in range(nb_ptr[t], nb_ptr[t + 1]):
-            k = nb_node[E]
-            for c in range(6):
-                s = 0.0
-                for r in range(na):
-                    s += Y[E, r, c] * w[i, r]
-                g[k, c] -= s
+        if na == 1:               # a one-dof joint: the same operations, unrolled
+            w0 = w[i, 0]
+            for E in range(nb_ptr[t], nb_ptr[t + 1]):
+                k = nb_node[E]
+                for c in range(6):
+                    s = 0.0
+                    s += Y[E, 0, c] * w0
+                    g[k, c] -= s
+        else:
+            for E in range(nb_ptr[t], nb_ptr[t + 1]):
+                k = nb_node[E]
+                for c in range(6):
+                    s = 0.0
+                    for r in range(na):
+                        s += Y[E, r, c] * w[i, r]
+                    g[k, c] -= s
         if p >= 0:
             for c in range(6):
                 g[p, c] += g[i, c]

@@ -79,7 +79,8 @@ from . import cones as _cones
 from . import delassus_kernels as _dk
 from . import lcaba_kernels as _lk
 from . import opstate as _opstate
-from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, project_kernel, velocity_residual_kernel
+from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, on_edge, project_kernel, \
+    velocity_residual_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
@@ -283,13 +284,13 @@ def _scaled_solve(dense, geo, fac, ws, dn, sc, rhs, b, out):
 @njit(cache=True, inline="always")
 def boundary_slip(kind, start, param, lam, sigma):
     """The largest slip speed ‖σ_t‖ (m/s) of the cones whose impulse λ is on the boundary
-    (sliding, as `active_set_kernel` classifies them), 0 if none."""
+    (`cones.on_edge`: sliding, as `active_set_kernel` classifies them), 0 if none."""
     slip = 0.0
     for b in range(kind.shape[0]):
         if kind[b] == CONE:
             s = start[b]
             n, nt = lam[s + 2], math.sqrt(lam[s] ** 2 + lam[s + 1] ** 2)
-            if n > 0.0 and nt > 0.0 and nt >= param[b] * n * (1.0 - 1e-9):
+            if n > 0.0 and on_edge(param[b], nt, n):
                 slip = max(slip, math.sqrt(sigma[s] ** 2 + sigma[s + 1] ** 2))
     return slip
 
@@ -309,7 +310,7 @@ def active_set_kernel(kind, start, size, param, lam, sigma, fixed):
             nt = np.sqrt(t1 * t1 + t2 * t2)
             if n <= 0.0:
                 f = 0 if sigma[s + 2] < 0.0 else 1
-            elif nt > 0.0 and nt >= mu * n * (1.0 - 1e-9):
+            elif on_edge(mu, nt, n):
                 f = 1
             else:
                 f = 0

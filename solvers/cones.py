@@ -117,6 +117,13 @@ def with_contacts_kernel(mu, tk, ts, tz, tp, kind, start, size, param):
 
 
 @njit(cache=True, inline="always")
+def on_edge(mu, nt, n):
+    """An impulse with normal part n > 0 and tangential norm nt is on its cone's boundary (a
+    sliding contact): nt > 0 and nt ≥ μ n within a relative 1e-9."""
+    return nt > 0.0 and nt >= mu * n * (1.0 - 1e-9)
+
+
+@njit(cache=True, inline="always")
 def project_cone(mu, t1, t2, n):
     """Projection of (t1, t2, n) on the cone ‖t‖ ≤ μ n (Euclidean)."""
     nt = np.sqrt(t1 * t1 + t2 * t2)
@@ -186,7 +193,7 @@ def velocity_residual_kernel(kind, start, size, param, lam, sigma):
                     z1, z2, z3 = project_cone(1.0 / mu, a1, a2, a3)
                 else:
                     z1, z2, z3 = 0.0, 0.0, max(a3, 0.0)
-            elif nt > 0.0 and nt >= mu * n * (1.0 - 1e-9):
+            elif on_edge(mu, nt, n):
                 c = 1.0 / np.sqrt(1.0 + mu * mu)
                 u1, u2, u3 = -t1 / nt * c, -t2 / nt * c, mu * c
                 beta = max(a1 * u1 + a2 * u2 + a3 * u3, 0.0)

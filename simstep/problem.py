@@ -384,10 +384,7 @@ class ProblemAssembler:
         the contacts' warm start in one call (`step_vectors_kernel`)."""
         sim = self.sim
         g, x0 = np.empty(mrows), np.zeros(mrows)
-        e, vn_pre = c.restitution, g
-        if k and sim._any_restitution and e.any():     # restitution: the contact velocities before the step
-            vn_pre = op.J_apply(v)
-            e = e * isolated_pairs(c.body1, c.body2)
+        e, vn_pre = self._restitution(op, c, v, g)
         w = self.warm
         hit = step_vectors_kernel(op.compiled_state(), v_free, c.distance, sim.contact_slop, vn_pre, e, sim.dt,
                                   sim.erp, sim.max_depenetration_velocity, sim.restitution_threshold, limit_gaps,
@@ -408,13 +405,8 @@ class ProblemAssembler:
         """Add position correction, speculative distance and restitution targets to g in place."""
         sim = self.sim
         dt, erp, vmax = sim.dt, sim.erp, sim.max_depenetration_velocity
-        if k:      # contact velocities before the step (only needed for restitution), then the targets
-            e = c.restitution if sim.lcp is None else np.zeros(k)    # the LCP model: impacts (Sec. 7)
-            if sim._any_restitution and e.any():
-                v_pre = op.J_apply(v)
-                e = e * isolated_pairs(c.body1, c.body2)
-            else:
-                v_pre = g
+        if k:
+            e, v_pre = self._restitution(op, c, v, g)
             contact_targets_kernel(c.distance, sim.contact_slop, v_pre, e, dt, erp, vmax,
                                    sim.restitution_threshold, g)
         row = 3 * k
@@ -423,6 +415,17 @@ class ProblemAssembler:
         row += self._extra_rows
         if limit_gaps.size:
             limit_targets_kernel(limit_gaps, sim.contact_slop, dt, erp, vmax, g, row)
+
+    def _restitution(self, op, c, v, g):
+        """(e, v_pre) of the contacts for `contact_targets_kernel`: their restitution (zero in the
+        LCP model, whose impacts are its own, Sec. 7, and on contacts whose bodies touch something
+        else, `isolated_pairs`) and their velocities before the step J v, or g itself when no
+        contact restitutes (then not read)."""
+        sim = self.sim
+        e = c.restitution if sim.lcp is None else np.zeros(len(c))
+        if sim._any_restitution and e.any():
+            return e * isolated_pairs(c.body1, c.body2), op.J_apply(v)
+        return e, g
 
     def _warm_start(self, c, k, mrows):
         """Previous impulses matched by geometry pair and nearest point (`warm_start_kernel`),

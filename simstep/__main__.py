@@ -137,7 +137,7 @@ def run(args):
 
 def _run(args, fn, kw, duration, ahead):
     import simstep
-    from simstep.warmup import BUILT, CompileCounter, wait_compile_ahead
+    from simstep.warmup import BUILT, CompileCounter, compile_besides, wait_compile_ahead
     t_start = time.perf_counter()    # the scene's build and the Simulator's compile most kernels
     wait_compile_ahead(ahead, until=BUILT)   # the worker compiles the build's kernels, this process loads them
     try:
@@ -148,7 +148,9 @@ def _run(args, fn, kw, duration, ahead):
     duration = args.duration if args.duration is not None else duration
     steps = max(1, int(round(duration / dt)))
     sim = simstep.Simulator(world, dt=dt)    # compiles the collision kernels on a cold cache
-    wait_compile_ahead(ahead)                # ... while the worker compiles the step's others
+    if ahead is not None:                    # ... while the worker compiles the solver; then the
+        compile_besides(world, dt)           # step's other kernels here, the solver's there
+    wait_compile_ahead(ahead)
     viewer = None
     if args.view:
         from viewer import MeshcatViewer

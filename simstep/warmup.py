@@ -11,20 +11,24 @@ later run loads everything from the cache and never compiles in the middle.
 first kernel compiles; it prints nothing when the caches are warm (loading a kernel from the
 cache is not a compilation).
 
-`start_compile_ahead(scene, kwargs, dt)` halves a cold first start on two cores: numba compiles
-in one thread per process, and its on-disk cache is shared, so a worker process compiles the
-kernels of a step after collision detection (dynamics, constraint rows, operators, ADMM,
-integration) while the calling process compiles the collision kernels; the caller then loads
-the worker's kernels from the cache instead of compiling them. The worker steps the same scene
-with `CollisionDetector.detect` replaced by synthetic contacts (`_synthetic_contacts`), so
-it calls the same kernels with the same argument types as a real step and never compiles the
-narrow phase. The caller first waits for the worker's build (`wait_compile_ahead(proc,
-until=BUILT)`: the scene's and the Simulator's kernels, compiled once instead of in both
-processes at the same time), then builds the scene itself, compiling collision. The worker
-reports ready (`wait_compile_ahead` returns) once it has compiled what the first steps use
-(contacts with the ground and between bodies of different trees), then goes on with what
-only later steps may need (a self-contact, whose loop brings the elimination ordering in)
-while the caller steps. If it fails or is slower, the caller compiles what it needs itself.
+`start_compile_ahead(scene, kwargs, dt)` splits a cold first start over two cores: numba
+compiles in one thread per process, and its on-disk cache is shared, so a worker process
+compiles the contact solver while the calling process compiles collision detection and then
+the rest of the step; each loads the other's kernels from the cache instead of compiling them.
+The worker steps the same scene with `CollisionDetector.detect` replaced by synthetic contacts
+(`_synthetic_contacts`), so it calls the same kernels with the same argument types as a real
+step and never compiles the narrow phase. The caller first waits for the worker's build
+(`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
+once instead of in both processes at the same time), then builds the scene itself, compiling
+collision, while the worker builds one synthetic contact problem and solves it
+(`_solve_first`: the ADMM and its callees, about 60 % of the compile time). The caller then
+compiles the ADMM's callees that the worker types last (`compile_solver_tail`, for the
+argument types the ADMM passes) and the step's kernels other than the solver
+(`compile_besides`: synthetic steps under `synthetic_solve`). The worker reports ready
+(`wait_compile_ahead` returns) once it has stepped (contacts with the ground and between bodies
+of different trees), then goes on with what only later steps may need (a self-contact, whose
+loop brings the elimination ordering in) while the caller steps. If it fails or is slower, the
+caller compiles what it needs itself.
 """
 from __future__ import annotations
 
@@ -142,6 +146,8 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
                     print(f"  {name}: skipped ({e})", file=out, flush=True)
                 continue
             sim = Simulator(world, dt=dt)
+            if ahead is not None:
+                compile_besides(world, dt)
             wait_compile_ahead(ahead)
             ahead = None
             traj = sim.run(steps=steps, record=True)
@@ -310,12 +316,99 @@ def synthetic_collision(self_contact=False):
         CollisionDetector.detect = real
 
 
+@contextlib.contextmanager
+def synthetic_solve():
+    """Within: `ADMMSolver.solve` returns λ = 0 and its zero velocity change at once, of the
+    types a real solve returns (the step's other kernels compile without the solver's)."""
+    import numpy as np
+    from solvers.admm import ADMMResult, ADMMSolver
+    real = ADMMSolver.solve
+
+    def solve(self, op, *args, **kw):
+        m = op.cones.m if hasattr(op, "cones") else args[1].m
+        model = getattr(getattr(op, "op", op), "model", None)
+        lam = np.zeros(m)
+        return ADMMResult(lam, np.zeros(m), 0, True, 0.0, 0.0, 0.0, 0.0, 0, 0.0, False, 0.0, warm_next=lam,
+                          velocity_change=None if model is None else np.zeros(model.nv))
+    ADMMSolver.solve = solve
+    try:
+        yield
+    finally:
+        ADMMSolver.solve = real
+
+
+def _solve_first(world, dt):
+    """The contact problem of one synthetic step of `world`, built and solved (the ADMM and
+    what it calls, half of a cold start's compile time, before the step's other kernels)."""
+    import numpy as np
+    from .simulator import Simulator
+    sim = Simulator(world, dt=dt)
+    c = sim.detector.detect(sim.q, placements=(sim.data.oR, sim.data.op))
+    problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(world.model.nv), sim.data)
+    if problem is not None and problem.op is not None and sim.solver_name == "admm" and sim.lcp is None:
+        sim.admm.solve(problem)
+
+
+def _solver_tail(problem):
+    """(kernel, argument values) of the calls late in `solvers.admm.admm_kernel`'s body, last
+    first, with values of the types the kernel passes (its compiled callees are typed in source
+    order, so the worker compiles them last: the caller compiles them here meanwhile, and the
+    worker loads them from the cache when it gets there)."""
+    import numpy as np
+    from solvers import admm, opstate
+    op, g, cones = problem.op, np.ascontiguousarray(problem.g, dtype=float), problem.cones
+    m = g.shape[0]
+    kind, start, size, param = cones.arrays()
+    dense, geo, fac, ws, dn = opstate.operator_parts(op, m)
+    f, i = np.zeros(m), np.zeros(m, np.int64)
+    mem = admm.ADMMSettings().anderson
+    F2, M2, b = np.zeros((mem, m)), np.zeros((mem, mem)), np.zeros(mem)
+    rc, yes, x = np.zeros(0), True, 0.0
+    return [
+        (admm.polish_modes_kernel, (dense, geo, fac, ws, dn, kind, start, size, param, g, rc, yes, yes, x, x, f, f, i, i,
+                                    yes, f, f)),
+        (admm.anderson_update, (kind, start, size, param, g, f, f, f, f, f, f, f, x, x, yes, F2, F2, M2, f, f, f, f, f,
+                                M2, b, 0, 0, yes, yes, x)),
+        (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),
+        (opstate.op_max_eigenvalue, (dense, geo, ws, dn, f, 0)),
+        (admm.newton_try, (dense, geo, ws, dn, kind, start, size, param, g, rc, yes, yes, f, 0, x, np.zeros((1, m)), i,
+                           0, f, f, f, np.zeros(1, np.int64))),
+    ]
+
+
+def compile_solver_tail(problem):
+    """Compile `_solver_tail`'s kernels for their argument types (without running them)."""
+    from numba import typeof
+    for kernel, args in _solver_tail(problem):
+        kernel.compile(tuple(typeof(a) for a in args))
+
+
+def compile_besides(world, dt):
+    """The caller's share while the worker of `start_compile_ahead` compiles the solver: steps of
+    a second `Simulator` of `world` under `synthetic_collision` and `synthetic_solve` (the free
+    dynamics, the problem's assembly and the integration). The worker takes the solve first
+    (`compile_ahead`), so the two processes compile different kernels at the same time and each
+    loads the other's from the cache (measured on the humanoid: see the README's cold start)."""
+    import numpy as np
+    from .simulator import Simulator
+    with synthetic_collision():
+        sim = Simulator(world, dt=dt)
+        c = sim.detector.detect(sim.q, placements=(sim.data.oR, sim.data.op))
+        problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(world.model.nv), sim.data)
+    if problem is not None and problem.op is not None and sim.solver_name == "admm" and sim.lcp is None:
+        compile_solver_tail(problem)
+    with synthetic_collision(), synthetic_solve():
+        Simulator(world, dt=dt).run(steps=2)
+
+
 def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None, built=None):
     """The worker of `start_compile_ahead`: build `scene` and its `Simulator` (then call
-    `built()` if given) and take `steps` steps under `synthetic_collision` (the first step
-    compiles the step's kernels, the next ones the warm start's), call `ready()` if given,
-    then, if the scene has a self-contact, `steps` more steps with it (the elimination ordering
-    of a loop inside a tree)."""
+    `built()` if given), solve one synthetic step's contact problem (`_solve_first`: the solver's
+    kernels first, while the caller compiles collision, then the rest of the step in
+    `compile_besides`), and take `steps` steps under `synthetic_collision` (the first step
+    compiles or loads the step's kernels, the next ones the warm start's), call `ready()` if
+    given, then, if the scene has a self-contact, `steps` more steps with it (the elimination
+    ordering of a loop inside a tree)."""
     import scenes as scene_lib
     from .simulator import Simulator
     with synthetic_collision():
@@ -323,6 +416,7 @@ def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None, built=None):
         sim = Simulator(world, dt=dt)
         if built is not None:
             built()
+        _solve_first(world, sim.dt)
         sim.run(steps=steps)
     if ready is not None:
         ready()

@@ -181,6 +181,33 @@ def test_compile_ahead_worker_uses_the_real_steps_signatures():
     assert lines["REST"] == [], lines["REST"]
 
 
+def test_solver_tail_compiled_for_the_admms_own_argument_types():
+    """`compile_solver_tail` (the caller's share of a cold start: the ADMM's callees that the
+    worker types last) compiles each kernel for exactly the argument types `admm_kernel` passes
+    it: numba's on-disk cache index of each kernel, which holds the signatures compiled so far
+    (the ADMM's among them once a solve ran), gains no entry (a different type would add one,
+    compiled for nothing while the worker compiles the right one itself)."""
+    import numpy as np
+
+    import scenes
+    import simstep
+    from simstep.warmup import _solver_tail, compile_solver_tail, synthetic_collision
+    world = scenes.box_stack(n=2)
+    with synthetic_collision():
+        sim = simstep.Simulator(world, dt=0.01)
+        sim.run(steps=2)             # the ADMM compiled (its callees' cache entries saved) or loaded
+        c = sim.detector.detect(sim.q)
+        problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(world.model.nv), sim.data)
+    assert problem is not None and problem.op is not None
+
+    def index(kernel):
+        return set(kernel._cache._cache_file._load_index())
+    before = {k: index(k) for k, _ in _solver_tail(problem)}
+    assert len(before) == 5 and all(before.values())
+    compile_solver_tail(problem)
+    assert {k: index(k) for k in before} == before
+
+
 def test_wait_compile_ahead_for_the_build_then_ready():
     """The caller waits for the worker's BUILT line before its own build (returning at once if
     the worker is already past it), then for READY; a worker that ends releases both waits."""

@@ -188,7 +188,11 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     _VPLB0, _VPLB1 of V). Intersects the projections on the plane ⟂ n and lifts the result
     back on both features. Falls back to the witness pair (V[_VPAW], V[_VPBW]) for point
     contacts or degenerate cases. Returns the count of (PA[i], PB[i]) point pairs.
-    ws (NWS, MAXF): scratch."""
+    ws (NWS, MAXF): scratch.
+
+    A feature against a plane needs no plane of its own (its points are kept as they are):
+    its Newell normal is not computed there, where a convex hull's unordered support set (a
+    face's corners in index order, e.g. a bow tie) may have none and would drop the patch."""
     V[_VEX0, 0], V[_VEX0, 1], V[_VEX0, 2] = 1.0, 0.0, 0.0
     _tangent_basis_v(V, _VN, _VEX0, _VT1, _VT2)
     m = 0
@@ -196,13 +200,13 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     if mA == INF_FEATURE:
         _cprr(V, _VXA0, V, _VPLA0)
         _cprr(V, _VXAN, V, _VPLA1)
-    elif mA >= 3:
+    elif mA >= 3 and mB != INF_FEATURE:   # (against a plane no lift onto the feature: no plane of it)
         _cprr(V, _VXA0, FA, 0)
         okA = _newell(FA, mA, V, _VXAN)
     if mB == INF_FEATURE:
         _cprr(V, _VXB0, V, _VPLB0)
         _cprr(V, _VXBN, V, _VPLB1)
-    elif mB >= 3:
+    elif mB >= 3 and mA != INF_FEATURE:
         _cprr(V, _VXB0, FB, 0)
         okB = _newell(FB, mB, V, _VXBN)
     if okA and okB and not (mA == INF_FEATURE and mB == INF_FEATURE):

@@ -142,13 +142,16 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     PATCH_FACE_MIN times the hull's half width (hg.half_width[g]).
 
     Why one half width: any face or edge of a box is at least its smallest full extent long, so
-    at least 2 half widths (a cube resting on a face: 2.8, on an edge: 2; G1's soles: > 5): a
-    factor 2 margin; a facet of a tessellated sphere is narrower than its radius, and the Go2
-    foot (half width 12.9 mm; its 1 mm band is an 18-vertex cap 17.5 mm wide) has a 4.2 mm
-    facet at the bottom: 0.33 half widths, a factor 3 margin. A band wider than the facet
-    (points up to `tol` above the surface on the curved cap) is not a face: only contacts that
-    could touch after a small tilt, which a rounded foot rolls over anyway; MuJoCo also gives
-    such a pair one point. Scratch: hg.order[:m]."""
+    at least 2 half widths (a cube resting on a face: 2.8, on an edge: 2; a 1 x 1 x 10 cm bar
+    standing on its end: 2.8; G1's soles and ankle edges: > 5; G1's flat back plate lying:
+    1.9); a facet of a tessellated sphere is narrower than its radius. Measured on the robots'
+    meshes: the Go2 foot standing (half width 12.9 mm; its 1 mm band is an 18-vertex cap 17.5 mm
+    wide) has 7 vertices on the plane of its bottom facet spanning 8.9 mm: 0.69 half widths;
+    G1's rounded links lying on the floor: 0.06 to 0.70. A bound by the hull's size (e.g. 5 %
+    of its bounding radius) cannot tell these apart: the Go2 foot's band is 0.62 bounding radii
+    wide, a standing bar's face 0.28. The points of a curved cap's band are up to `tol` above
+    the surface: contacts that could touch only after a tilt that a rounded surface rolls
+    through anyway (MuJoCo gives such a pair one point). Scratch: hg.order[:m]."""
     if m <= 1:
         return False
     an = hg.adjn

@@ -3,7 +3,9 @@
 `HullGraph` holds every hull's vertex adjacency (built once with the shape table by
 `shapes.hull_graph`); `hull_climb` finds a support vertex, `hull_support_set` (`hull_flood` from
 that vertex) every vertex within a tolerance of the support height. Both visit a few dozen
-vertices where a scan visits all of them (G1's hulls have up to 2167).
+vertices where a scan visits all of them (G1's hulls have up to 2167). `hull_patch_collapses`
+tells a support set that is a face from the cap of a tessellated curved surface (whose contact
+patch is one point).
 """
 from collections import namedtuple
 
@@ -11,7 +13,7 @@ from numba import njit
 
 from .jitopts import _NONRT, _NONRT_INLINE
 
-HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark su sv order stack seedv adjv")
+HullGraph = namedtuple("HullGraph", "adj_off adj seed queue mark su sv order stack seedv adjv adjn half_width")
 HullGraph.__doc__ = """Vertex adjacency of every convex hull, for hill-climbing support queries.
 
 adj_off (NV+1,) int64, adj (E,) int64: CSR neighbour lists of the hull vertices (global
@@ -25,8 +27,19 @@ the current stamp). Scratch of the ordered faces (`support._hull_face`): project
 Copies of vertex coordinates laid out in the order the queries read them (a query then reads
 a few contiguous cache lines instead of one line per vertex: the hull data of a robot, ~2 MB
 for G1, does not stay in cache between two steps): seedv (ng, NSEED, 3) the seeds'
-coordinates (``cverts[seed]``), adjv (E, 3) each neighbour's (``cverts[adj]``)."""
+coordinates (``cverts[seed]``), adjv (E, 3) each neighbour's (``cverts[adj]``).
+
+For the patch collapse (`hull_patch_collapses`): adjn (E, 3) the unit outward normal (geometry
+frame) of the hull triangle holding the directed edge u → adj[e] (u the entry's source
+vertex: the entries of u then cover each triangle at u once; zeros for a degenerate
+triangle); half_width (ng,) m: half the hull's minimum width (over its face normals, the
+extent of its vertices along the normal; 0 for the other geometries)."""
 NSEED = 14
+# patch collapse (`hull_patch_collapses`): a support set whose face part is narrower than
+# PATCH_FACE_MIN half widths of its hull collapses to its extreme vertex; a vertex is on the
+# face when within PATCH_PLANE_EPS patch tolerances of its plane
+PATCH_FACE_MIN = 1.0
+PATCH_PLANE_EPS = 0.01
 
 
 @njit(**_NONRT_INLINE)
@@ -112,3 +125,60 @@ def hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol):
             queue[j] = x
         gap //= 2
     return m
+
+
+@njit(**_NONRT)
+def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
+    """True if the support set hg.queue[:m] of hull g along the unit direction l (geometry
+    frame; v0 a vertex of maximum height hmax, `hull_climb`) is a tessellated curved surface's
+    cap rather than a face of the hull: the patch of such a set is its extreme vertex alone.
+
+    The face part of the set: the set's vertices within `tol` (m) of the support height (the
+    patch band; a caller may have flooded a wider one) that lie within PATCH_PLANE_EPS · tol of
+    the plane of the hull triangle at v0 whose outward normal is closest to l (a face's
+    vertices lie on its plane whatever its tilt; on a curved cap the next ring of vertices lies
+    measurably off the plane of any one facet). The set collapses when that part's lateral
+    extent (largest distance between two of its vertices in the plane ⟂ l) is below
+    PATCH_FACE_MIN times the hull's half width (hg.half_width[g]).
+
+    Why one half width: any face or edge of a box is at least its smallest full extent long, so
+    at least 2 half widths (a cube resting on a face: 2.8, on an edge: 2; a 1 x 1 x 10 cm bar
+    standing on its end: 2.8; G1's soles and ankle edges: > 5; G1's flat back plate lying:
+    1.9); a facet of a tessellated sphere is narrower than its radius. Measured on the robots'
+    meshes: the Go2 foot standing (half width 12.9 mm; its 1 mm band is an 18-vertex cap 17.5 mm
+    wide) has 7 vertices on the plane of its bottom facet spanning 8.9 mm: 0.69 half widths;
+    G1's rounded links lying on the floor: 0.06 to 0.70. A bound by the hull's size (e.g. 5 %
+    of its bounding radius) cannot tell these apart: the Go2 foot's band is 0.62 bounding radii
+    wide, a standing bar's face 0.28. The points of a curved cap's band are up to `tol` above
+    the surface: contacts that could touch only after a tilt that a rounded surface rolls
+    through anyway (MuJoCo gives such a pair one point). Scratch: hg.order[:m]."""
+    if m <= 1:
+        return False
+    an = hg.adjn
+    # the plane of the triangle at v0 most normal to l (through v0)
+    n0, n1, n2, best = 0.0, 0.0, 0.0, -2.0
+    for e in range(hg.adj_off[v0], hg.adj_off[v0 + 1]):
+        c = an[e, 0] * l0 + an[e, 1] * l1 + an[e, 2] * l2
+        if c > best:
+            best, n0, n1, n2 = c, an[e, 0], an[e, 1], an[e, 2]
+    x0, x1, x2 = cverts[v0, 0], cverts[v0, 1], cverts[v0, 2]
+    thr, eps = hmax - tol, PATCH_PLANE_EPS * tol
+    face = hg.order
+    k = 0
+    for j in range(m):
+        v = hg.queue[j]
+        w0, w1, w2 = cverts[v, 0] - x0, cverts[v, 1] - x1, cverts[v, 2] - x2
+        if cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2 >= thr and abs(w0 * n0 + w1 * n1 + w2 * n2) <= eps:
+            face[k] = v
+            k += 1
+    lim = PATCH_FACE_MIN * hg.half_width[g]
+    lim2 = lim * lim
+    for i in range(k):   # lateral extent: stop at the first pair as far apart as the limit
+        a = face[i]
+        for j in range(i + 1, k):
+            b = face[j]
+            w0, w1, w2 = cverts[b, 0] - cverts[a, 0], cverts[b, 1] - cverts[a, 1], cverts[b, 2] - cverts[a, 2]
+            wl = w0 * l0 + w1 * l1 + w2 * l2
+            if w0 * w0 + w1 * w1 + w2 * w2 - wl * wl >= lim2:
+                return False
+    return True

@@ -9,7 +9,7 @@ import models.jitcache
 from . import hulls, patch, support, workspace
 from .jitopts import _JIT
 from .patch import _lift, _newell, _snap, build_patch, emit_patch, keep_witness, patch_along_normal
-from .kinds import PLANE
+from .kinds import CONVEX, PLANE
 from .support import INF_FEATURE, support_feature
 from .workspace import (_VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VQA, _VQB,
                         _VT1, _VT2, _VXA0, _VXAN, _VXB0, _VXBN, _cprr, _dotrr, _tangent_basis_v, patch_workspace)
@@ -42,8 +42,8 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, PA, PB,
     for q in range(3):
         V[_VN, q] = bn[i, q]
         V[_VNEGN, q] = -bn[i, q]
-    mA = support_feature(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
-    mB = support_feature(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
+    mA = support_feature(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE, True)
+    mB = support_feature(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE, True)
     okA, okB = True, True
     if mA == INF_FEATURE:
         for q in range(3):
@@ -67,6 +67,12 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, PA, PB,
         _cprr(V, _VPAW, PA, 0)
         _cprr(V, _VPBW, PB, 0)
         m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
+    elif (mA == 1 and gkind[a] == CONVEX) or (mB == 1 and gkind[b] == CONVEX):
+        # a hull's one point (a vertex, or a curved cap collapsed, `hulls.hull_patch_collapses`):
+        # a point contact, at the witness pair (coal's patch spans the cap's band)
+        _cprr(PA, 0, bwa, i)
+        _cprr(PB, 0, bwb, i)
+        m = 1
     elif okA and okB and m > 1:
         V[_VEX0, 0], V[_VEX0, 1], V[_VEX0, 2] = 1.0, 0.0, 0.0
         _tangent_basis_v(V, _VN, _VEX0, _VT1, _VT2)

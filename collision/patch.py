@@ -15,7 +15,7 @@ import models.jitcache
 
 from . import hulls, support, workspace
 from .jitopts import _NONRT, _NONRT_INLINE
-from .kinds import PLANE
+from .kinds import CONVEX, PLANE
 from .support import INF_FEATURE, support_feature
 from .workspace import (_VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VREF, _VT1, _VT2,
                         _VXA0, _VXAN, _VXB0, _VXBN, _cprr, _dotrr, _tangent_basis_v)
@@ -188,7 +188,11 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     _VPLB0, _VPLB1 of V). Intersects the projections on the plane ⟂ n and lifts the result
     back on both features. Falls back to the witness pair (V[_VPAW], V[_VPBW]) for point
     contacts or degenerate cases. Returns the count of (PA[i], PB[i]) point pairs.
-    ws (NWS, MAXF): scratch."""
+    ws (NWS, MAXF): scratch.
+
+    A feature against a plane needs no plane of its own (its points are kept as they are):
+    its Newell normal is not computed there, where a convex hull's unordered support set (a
+    face's corners in index order, e.g. a bow tie) may have none and would drop the patch."""
     V[_VEX0, 0], V[_VEX0, 1], V[_VEX0, 2] = 1.0, 0.0, 0.0
     _tangent_basis_v(V, _VN, _VEX0, _VT1, _VT2)
     m = 0
@@ -196,13 +200,13 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
     if mA == INF_FEATURE:
         _cprr(V, _VXA0, V, _VPLA0)
         _cprr(V, _VXAN, V, _VPLA1)
-    elif mA >= 3:
+    elif mA >= 3 and mB != INF_FEATURE:   # (against a plane no lift onto the feature: no plane of it)
         _cprr(V, _VXA0, FA, 0)
         okA = _newell(FA, mA, V, _VXAN)
     if mB == INF_FEATURE:
         _cprr(V, _VXB0, V, _VPLB0)
         _cprr(V, _VXBN, V, _VPLB1)
-    elif mB >= 3:
+    elif mB >= 3 and mA != INF_FEATURE:
         _cprr(V, _VXB0, FB, 0)
         okB = _newell(FB, mB, V, _VXBN)
     if okA and okB and not (mA == INF_FEATURE and mB == INF_FEATURE):
@@ -455,8 +459,8 @@ def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, i_n, bw
         V[_VPLB1, q] = 0.0
         V[_VPAW, q] = bwa[i_a, q]
         V[_VPBW, q] = bwb[i_b, q]
-    mA = support_feature(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE)
-    mB = support_feature(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE)
+    mA = support_feature(gkind[a], a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, gkind[b] != PLANE, True)
+    mB = support_feature(gkind[b], b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, gkind[a] != PLANE, True)
     if mA == INF_FEATURE:
         for q in range(3):
             V[_VPLA0, q] = gp[a, q]
@@ -467,8 +471,15 @@ def patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, i_n, bw
             V[_VPLB1, q] = gR[b, q, 2]
     # a one-point support feature (a vertex, a curved surface's point) is exact where the
     # witnesses of an iterative method (GJK's simplex, EPA's face) lie on a chord inside a
-    # curved shape: witnesses from the support features, at their exact separation along n
+    # curved shape: witnesses from the support features, at their exact separation along n.
+    # A convex hull's one point is GJK's own witness on it: its extreme vertex, or for a cap
+    # collapsed to that vertex (`hulls.hull_patch_collapses`) the point of the cap that
+    # touches, which may be inside a facet or on an edge away from that vertex
     if exact and mA >= 1 and mB >= 1 and (mA == 1 or mB == 1):
+        if mA == 1 and gkind[a] == CONVEX:
+            _cprr(FA, 0, V, _VPAW)
+        if mB == 1 and gkind[b] == CONVEX:
+            _cprr(FB, 0, V, _VPBW)
         _exact_witnesses(FA, mA, FB, mB, V)
     m = build_patch(FA, mA, FB, mB, V, PA, PB, ws)
     if exact:

@@ -91,27 +91,63 @@ def hull_graph(cverts, coff, ctris):
     """`hulls.HullGraph` of the convex hulls: vertex adjacency from the hull triangles
     (ctris[g]: (nt, 3) local vertex indices of geometry g, None for other kinds) as CSR
     arrays over the global vertex indices of cverts, NSEED seed vertices per hull, the
-    scratch of the support-set flood fill and of the ordered faces, and the copies of the
-    seeds' and the neighbours' coordinates the queries read."""
+    scratch of the support-set flood fill and of the ordered faces, the copies of the
+    seeds' and the neighbours' coordinates the queries read, and for the patch collapse each
+    directed edge's triangle normal and each hull's half width (`_hull_faces`)."""
     ng = len(ctris)
     nv = cverts.shape[0]
     edges = [np.zeros((0, 2), dtype=np.int64)]
+    enorm = [np.zeros((0, 3))]
     seed = np.full((ng, NSEED), -1, dtype=np.int64)
+    half_width = np.zeros(ng)
     for g, tris in enumerate(ctris):
         if tris is None:
             continue
-        t = np.asarray(tris, dtype=np.int64) + coff[g]
-        e = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+        t, n, half_width[g] = _hull_faces(cverts[coff[g]:coff[g + 1]], np.asarray(tris, dtype=np.int64))
+        t = t + coff[g]
+        e = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])   # directed edges of the triangles
+        # each directed edge with its triangle's normal, then the reversed edges (the normal of
+        # the triangle across; a directed edge found twice keeps its own triangle's)
         edges.append(np.concatenate([e, e[:, ::-1]]))
+        enorm.append(np.concatenate([n, n, n, n, n, n]))
         seed[g] = coff[g] + np.argmax(cverts[coff[g]:coff[g + 1]] @ _SEED_DIRS.T, axis=0)
-    e = np.unique(np.concatenate(edges), axis=0)          # sorted by source vertex
+    e_all, n_all = np.concatenate(edges), np.concatenate(enorm)
+    e, first = np.unique(e_all, axis=0, return_index=True)    # sorted by source vertex
     adj_off = np.zeros(nv + 1, dtype=np.int64)
     np.add.at(adj_off, e[:, 0] + 1, 1)
     adj = np.ascontiguousarray(e[:, 1])
+    adjn = np.ascontiguousarray(n_all[first]).reshape(-1, 3)
     seedv = np.ascontiguousarray(cverts[np.where(seed >= 0, seed, 0)])     # (ng, NSEED, 3)
     return HullGraph(np.cumsum(adj_off), adj, seed, np.zeros(nv, dtype=np.int64),
                      np.zeros(nv + 1, dtype=np.int64), np.zeros(nv), np.zeros(nv), np.zeros(nv, dtype=np.int64),
-                     np.zeros(2 * nv + 1, dtype=np.int64), seedv, np.ascontiguousarray(cverts[adj]))
+                     np.zeros(2 * nv + 1, dtype=np.int64), seedv, np.ascontiguousarray(cverts[adj]), adjn, half_width)
+
+
+def _hull_faces(verts, tris):
+    """(triangles oriented outward (nt, 3), their unit outward normals (nt, 3), half the
+    minimum width) of a convex hull (verts (nv, 3), triangles tris (nt, 3) in either
+    orientation): outward is away from the vertex centroid (inside a convex hull). The width
+    along a face normal is the extent of the vertices along it; a convex polytope's minimum
+    width is attained along a face normal or an edge-edge direction (the half width here, over
+    face normals only, is then an upper bound, exact for boxes and prisms). Degenerate (zero
+    area) triangles get a zero normal and no width."""
+    t = tris.copy()
+    a, b, c = verts[t[:, 0]], verts[t[:, 1]], verts[t[:, 2]]
+    n = np.cross(b - a, c - a)
+    flip = np.einsum("ij,ij->i", n, a - verts.mean(0)) < 0
+    t[flip] = t[flip][:, [0, 2, 1]]
+    n[flip] = -n[flip]
+    ln = np.linalg.norm(n, axis=1)
+    ok = ln > 1e-300
+    n[ok] /= ln[ok, None]
+    n[~ok] = 0.0
+    width = np.inf
+    for i in range(0, len(t), 256):     # heights of every vertex along 256 normals at a time
+        nn = n[i:i + 256][ok[i:i + 256]]
+        if len(nn):
+            h = verts @ nn.T
+            width = min(width, float(np.min(h.max(0) - h.min(0))))
+    return t, n, 0.5 * width if np.isfinite(width) else 0.0
 
 
 def _positive(g, vals, what):

@@ -11,7 +11,7 @@ from numba import njit
 import models.jitcache
 
 from . import hulls, workspace
-from .hulls import hull_climb, hull_support_set
+from .hulls import hull_climb, hull_flood, hull_patch_collapses
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .workspace import _tangents
@@ -79,12 +79,14 @@ def _support_box(g, gsize, gR, gp, D, i_d, tol, out):
 
 
 @njit(**_NONRT)
-def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered=True):
+def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, ordered=True, collapse=False):
     """Points of geometry g's surface (kind, gsize[g], placement gR[g], gp[g]) that maximize
     x·d within `tol` (metres), d = D[i_d]: a vertex, an edge (2 points) or a face (convex
     polygon, ordered); written into out (MAXF, 3). ordered=False (contact with a plane): a
     convex hull's selected vertices unordered, the extreme one first, none dropped as
-    interior. Returns the count; -1 for a plane."""
+    interior. collapse=True (the patches of contacts): a convex hull's set that is the cap of
+    a tessellated curved surface, not a face (`hulls.hull_patch_collapses`), is its extreme
+    vertex alone. Returns the count; -1 for a plane."""
     if kind == PLANE:
         return INF_FEATURE
     if kind == SPHERE:
@@ -135,11 +137,17 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
         return 1
     if kind == BOX:
         return _support_box(g, gsize, gR, gp, D, i_d, tol, out)
-    # CONVEX: the vertices within tol of the support height (world points p + R v)
+    # CONVEX: the vertices within tol of the support height (world points p + R v), or (collapse)
+    # the extreme vertex alone when they are a curved surface's cap (`hulls.hull_patch_collapses`)
     dl0 = gR[g, 0, 0] * D[i_d, 0] + gR[g, 1, 0] * D[i_d, 1] + gR[g, 2, 0] * D[i_d, 2]
     dl1 = gR[g, 0, 1] * D[i_d, 0] + gR[g, 1, 1] * D[i_d, 1] + gR[g, 2, 1] * D[i_d, 2]
     dl2 = gR[g, 0, 2] * D[i_d, 0] + gR[g, 1, 2] * D[i_d, 1] + gR[g, 2, 2] * D[i_d, 2]
-    m, _ = hull_support_set(g, cverts, hg, dl0, dl1, dl2, tol)
+    v0, hmax = hull_climb(g, cverts, hg, dl0, dl1, dl2, -1)     # `hulls.hull_support_set`
+    m = hull_flood(cverts, hg, v0, hmax, dl0, dl1, dl2, tol)
+    if collapse and hull_patch_collapses(g, cverts, hg, v0, hmax, m, dl0, dl1, dl2, tol):
+        for k in range(3):
+            out[0, k] = _cvert_world(gR, gp, g, cverts, v0, k)
+        return 1
     if m > 2 and ordered:
         return _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out)
     return hull_points_unordered(g, gR, gp, cverts, hg, m, D, i_d, out)

@@ -1,0 +1,272 @@
+"""Contact patches of convex hulls (issue 13): a support set that is the cap of a tessellated
+curved surface collapses to its extreme vertex (`collision.hulls.hull_patch_collapses`); a
+face of the hull keeps its patch.
+
+Oracles: the sphere's closed form (an icosphere's vertices lie on its sphere, one straight
+down), the hull's vertices by numpy (the lowest vertex, the band of the patch tolerance), the
+widths of the hull along its face normals from scipy's qhull (not the detector's triangles).
+"""
+import warnings
+
+import numpy as np
+import pytest
+import trimesh
+from scipy.spatial import ConvexHull
+from scipy.spatial.transform import Rotation
+
+import models
+import simstep
+from collision import CollisionDetector
+from collision.hulls import PATCH_FACE_MIN
+
+TOL = 1e-3      # the detector's default patch tolerance (m)
+
+
+def _export(tmp_path, name, mesh):
+    path = str(tmp_path / f"{name}.stl")
+    mesh.export(path)
+    return path
+
+
+def _world(mesh_path, position, quaternion=(0, 0, 0, 1), under="ground"):
+    """A free hull over the ground plane, a fixed box (top face at z = 0), or a fixed box-shaped
+    hull (top at z = 0)."""
+    b = simstep.WorldBuilder(gravity=(0, 0, 0))
+    if under == "ground":
+        b.add_ground()
+    elif under == "box":
+        b.add_box("table", (0.2, 0.2, 0.05), position=(0, 0, -0.05), fixed=True)
+    else:
+        b.add_mesh("table", under, position=(0, 0, -0.05), fixed=True, convex=True)
+    b.add_mesh("hull", mesh_path, position=position, quaternion=quaternion, convex=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return b.build()
+
+
+def _detect(w):
+    return CollisionDetector(w, patch_tolerance=TOL).detect(w.q0)
+
+
+@pytest.fixture(scope="module")
+def meshes(tmp_path_factory):
+    d = tmp_path_factory.mktemp("patch")
+    return {
+        "ico3": _export(d, "ico3", trimesh.creation.icosphere(subdivisions=3, radius=0.05)),    # 7-vertex band
+        "ico4": _export(d, "ico4", trimesh.creation.icosphere(subdivisions=4, radius=0.05)),    # 23
+        "foot": _export(d, "foot", trimesh.creation.icosphere(subdivisions=3, radius=0.02)),    # 19: a Go2 foot's size
+        "cube": _export(d, "cube", trimesh.creation.box((0.01, 0.01, 0.01))),
+        "slab": _export(d, "slab", trimesh.creation.box((0.08, 0.05, 0.03))),
+        "bar": _export(d, "bar", trimesh.creation.box((0.01, 0.01, 0.1))),
+        "table": _export(d, "table", trimesh.creation.box((0.4, 0.4, 0.1))),
+    }
+
+
+@pytest.mark.parametrize("name", ["ico3", "ico4", "foot"])
+@pytest.mark.parametrize("under", ["ground", "box", "hull"])
+def test_sphere_hull_rests_on_one_point(meshes, name, under):
+    """An icosphere (a vertex straight down) sunk 0.3 mm into the ground, a box or a box-shaped
+    hull: one contact, at the sphere's lowest point, depth 0.3 mm (closed form: the centre
+    R − 0.3 mm above the surface), normal +z from the support into the sphere; its 1 mm band
+    holds 7 to 23 vertices (the old patch: 4 points)."""
+    r = 0.05 if name != "foot" else 0.02
+    v = trimesh.load(meshes[name]).vertices
+    assert np.allclose(v[np.argmin(v[:, 2])], (0, 0, -r)) and np.sum(v[:, 2] <= -r + TOL) >= 7
+    depth = 3e-4
+    under_arg = meshes["table"] if under == "hull" else under
+    w = _world(meshes[name], (0.01, -0.02, r - depth), under=under_arg)
+    c = _detect(w)
+    assert len(c) == 1
+    assert np.isclose(c.distance[0], -depth, atol=1e-9)
+    assert np.allclose(c.normal[0], (0, 0, 1), atol=1e-9)
+    assert np.allclose(c.position[0], (0.01, -0.02, -0.5 * depth), atol=1e-9)
+    assert w.model.body_names[c.body1[0]] == "hull"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tilted_sphere_hull_one_point_at_lowest_vertex(meshes, seed):
+    """Random orientations of the icosphere on the ground, its lowest vertex (numpy over the
+    hull's vertices) 0.2 mm deep: one contact, at that vertex."""
+    rng = np.random.default_rng(seed)
+    R = Rotation.random(random_state=rng.integers(1 << 30))
+    v = R.apply(trimesh.load(meshes["ico4"]).vertices)
+    low = v[np.argmin(v[:, 2])]
+    p = np.array([0.0, 0.0, -low[2] - 2e-4])
+    w = _world(meshes["ico4"], p, R.as_quat())
+    c = _detect(w)
+    assert len(c) == 1
+    assert np.isclose(c.distance[0], -2e-4, atol=1e-9)
+    assert np.allclose(c.position[0], low + p + (0, 0, 1e-4), atol=1e-9)
+
+
+@pytest.mark.parametrize("xy", [(0.0, 0.0), (0.003, 0.001)])
+@pytest.mark.parametrize("under", ["ground", "box", "hull"])
+@pytest.mark.parametrize("name", ["cube", "slab"])
+def test_box_hull_keeps_its_face(meshes, name, under, xy):
+    """A 1 cm cube hull and a box-shaped hull (8 x 5 x 3 cm) resting 0.2 mm deep on a face: the
+    4 corners of the face, each at the depth. (On the ground at the origin the old patch code
+    gave 1 point: the face's corners in index order are a bow tie, whose Newell normal is 0.)"""
+    v = trimesh.load(meshes[name]).vertices
+    hz = v[:, 2].max()
+    under_arg = meshes["table"] if under == "hull" else under
+    w = _world(meshes[name], (xy[0], xy[1], hz - 2e-4), under=under_arg)
+    c = _detect(w)
+    assert len(c) == 4
+    assert np.allclose(c.distance, -2e-4, atol=1e-9)
+    corners = np.unique(np.round(v[v[:, 2] < 0][:, :2], 9), axis=0) + xy
+    got = np.unique(np.round(c.position[:, :2], 9), axis=0)
+    assert np.allclose(np.sort(got, axis=0), np.sort(corners, axis=0), atol=1e-9)
+
+
+@pytest.mark.parametrize("tilt_deg, far", [(0.5, 2), (2.0, 2), (30.0, 0)])
+def test_tilted_cube_hull_keeps_edge_and_band(meshes, tilt_deg, far):
+    """The 1 cm cube hull tilted about one bottom edge (the y axis through it), that edge 0.1 mm
+    deep: both ends of the edge at the depth; the far corners, tan(tilt) · 1 cm above, in the
+    patch while within the 1 mm band (a face tilted any amount is still a face)."""
+    R = Rotation.from_euler("y", tilt_deg, degrees=True)
+    v = trimesh.load(meshes["cube"]).vertices
+    edge = np.array([0.005, 0.0, -0.005])           # a point of the edge along y, body frame
+    p = -(R.apply(edge)) + (0, 0, -1e-4)            # that edge 0.1 mm deep, at x = 0
+    w = _world(meshes["cube"], p, R.as_quat())
+    c = _detect(w)
+    wv = R.apply(v) + p
+    band = np.sum(wv[:, 2] <= wv[:, 2].min() + TOL)
+    assert band == 2 + far
+    assert len(c) == band
+    assert np.sum(np.isclose(c.distance, -1e-4, atol=1e-9)) == 2
+
+
+def test_standing_bar_keeps_its_end_face(meshes):
+    """A 1 x 1 x 10 cm bar standing on its end: the 4 corners of that 1 cm face (a face small
+    against the bar's length, not against its width)."""
+    w = _world(meshes["bar"], (0, 0, 0.05 - 1e-4))
+    c = _detect(w)
+    assert len(c) == 4 and np.allclose(c.distance, -1e-4, atol=1e-9)
+
+
+def _half_width(vertices):
+    """Half the minimum width of a convex hull over its face normals (qhull's facets)."""
+    hull = ConvexHull(vertices)
+    h = vertices @ hull.equations[:, :3].T
+    return 0.5 * np.min(h.max(0) - h.min(0))
+
+
+def _frustum(top, base=0.05, height=0.1):
+    """A square frustum: base half side `base` at z = 0, top half side `top` at z = height."""
+    s = np.array([[1, 1], [1, -1], [-1, -1], [-1, 1]], dtype=float)
+    v = np.vstack([np.c_[base * s, np.zeros(4)], np.c_[top * s, np.full(4, height)]])
+    return trimesh.convex.convex_hull(v)
+
+
+@pytest.mark.parametrize("ratio", [0.9, 1.1])
+def test_threshold_small_flat_face(tmp_path, ratio):
+    """A frustum resting upside down on its small top face (4 coplanar vertices, the rest 10 cm
+    up): the face's patch is kept when its diagonal is PATCH_FACE_MIN · ratio hull half widths
+    with ratio > 1, collapsed to one vertex when < 1 (half width: scipy's facets)."""
+    lo, hi = 1e-3, 0.05                      # bisect the top half side for the ratio
+    for _ in range(60):
+        t = 0.5 * (lo + hi)
+        r = 2 * np.sqrt(2) * t / (PATCH_FACE_MIN * _half_width(_frustum(t).vertices))
+        lo, hi = (t, hi) if r < ratio else (lo, t)
+    mesh = _frustum(t)
+    path = _export(tmp_path, "frustum", mesh)
+    flip = Rotation.from_euler("x", 180, degrees=True)
+    w = _world(path, (0, 0, 0.1 - 1e-4), flip.as_quat())
+    c = _detect(w)
+    assert np.all(np.isclose(c.distance, -1e-4, atol=1e-9))
+    assert len(c) == (4 if ratio > 1 else 1)
+
+
+def test_g1_soles_keep_their_face_patches():
+    """G1 in its neutral pose lowered until its feet touch the floor, the lowest sole vertex
+    0.2 mm deep: each foot's sole (ankle roll link) keeps a patch of 4 points."""
+    path, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    b.add_ground()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b.add_urdf("g1", path, position=(0, 0, 1.0), package_dirs=dirs)
+        w = b.build()
+    det = CollisionDetector(w, margin=0.5, self_collision=False, patch_tolerance=TOL)
+    q = w.q0.copy()
+    q[2] -= det.detect(q).distance.min() + 2e-4
+    c = det.detect(q)
+    names = w.model.body_names
+    feet = [n for n in ("g1/left_ankle_roll_link", "g1/right_ankle_roll_link")]
+    touching = {names[b1] for b1, d in zip(c.body1, c.distance) if d <= 0}
+    assert touching & set(feet)
+    for foot in feet:
+        k = np.array([names[b1] == foot and d <= TOL for b1, d in zip(c.body1, c.distance)])
+        assert k.sum() == 4, (foot, k.sum())
+
+
+def _collapse_oracle(V, tris, v0, l, tol):
+    """(collapses, ratio, near a rounding edge) of the rule by numpy for hull vertices V
+    (triangles tris), extreme vertex v0 along the unit l: the face part of the tol band (within
+    PATCH_PLANE_EPS · tol of the plane of the triangle at v0 most normal to l, outward normals
+    by the cross product away from the centroid), its lateral extent over PATCH_FACE_MIN half
+    widths (qhull's facets)."""
+    from collision.hulls import PATCH_PLANE_EPS
+    a, b, c = V[tris[:, 0]], V[tris[:, 1]], V[tris[:, 2]]
+    n = np.cross(b - a, c - a)
+    n *= np.sign(np.einsum("ij,ij->i", n, a - V.mean(0)))[:, None]
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    at = np.flatnonzero((tris == v0).any(1))
+    nf = n[at[np.argmax(n[at] @ l)]]
+    h = V @ l
+    off = np.abs((V - V[v0]) @ nf)
+    eps = PATCH_PLANE_EPS * tol
+    face = np.flatnonzero((h >= h[v0] - tol) & (off <= eps))
+    near = np.any(np.abs(off[h >= h[v0] - tol] - eps) < 1e-12)
+    W = V[face] - np.outer(V[face] @ l, l)
+    ext = max((np.linalg.norm(W[i] - W[j]) for i in range(len(face)) for j in range(len(face))), default=0.0)
+    ratio = ext / (PATCH_FACE_MIN * _half_width(V))
+    return ratio < 1, ratio, near or abs(ratio - 1) < 1e-9
+
+
+def test_support_feature_collapse_on_g1_hulls_matches_numpy():
+    """support_feature with collapse=True on G1's link hulls in random poses, along random
+    directions: either the band of collapse=False unchanged, or one extreme vertex, as the rule
+    by numpy decides (`_collapse_oracle`); both outcomes occur."""
+    from collision import kinds, support, workspace
+    from collision.shapes import ShapeTable
+    path, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b.add_urdf("g1", path, package_dirs=dirs)
+    S = ShapeTable(b.build().geometries)
+    rng = np.random.default_rng(5)
+    out, out2 = np.zeros((workspace.MAXF, 3)), np.zeros((workspace.MAXF, 3))
+    D = np.zeros((workspace.NV3, 3))
+    seen = {True: 0, False: 0}
+    for g in np.flatnonzero(S.kind == kinds.CONVEX):
+        V, tris = S.convex_vertices(g), S.ctris[g]
+        R = Rotation.random(random_state=rng.integers(1 << 30)).as_matrix()
+        gR = np.repeat(R[None], len(S), axis=0)
+        gp = np.repeat(rng.normal(size=(1, 3)), len(S), axis=0)
+        for _ in range(8):
+            l = rng.normal(size=3)
+            l /= np.linalg.norm(l)
+            D[0] = R @ l
+            for tol in (1e-3, 5e-3):
+                m = support.support_feature(kinds.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, D, 0, tol, out,
+                                            True, True)
+                m2 = support.support_feature(kinds.CONVEX, g, S.size, gR, gp, S.cverts, S.coff, S.hull, D, 0, tol,
+                                             out2, True, False)
+                h = V @ l
+                if np.sum(h >= h.max() - tol) == 1:
+                    continue
+                if m == 1 and m2 > 1:     # collapsed: an extreme vertex
+                    v0 = int(np.argmin(np.linalg.norm(V @ R.T + gp[0] - out[0], axis=1)))
+                    assert np.allclose(V[v0] @ R.T + gp[0], out[0], atol=1e-12) and h[v0] >= h.max() - 1e-12
+                    collapses, ratio, edge = _collapse_oracle(V, tris, v0, l, tol)
+                    assert collapses or edge, (S.names[g], ratio)
+                    seen[True] += 1
+                else:                     # the band, as without the rule
+                    assert m == m2 and np.array_equal(out[:m], out2[:m])
+                    tied = np.flatnonzero(h >= h.max() - 1e-12)
+                    verdicts = [_collapse_oracle(V, tris, int(v), l, tol) for v in tied]
+                    assert any(not c or e for c, _, e in verdicts), (S.names[g], [r for _, r, _ in verdicts])
+                    seen[False] += 1
+    assert seen[True] > 20 and seen[False] > 20, seen

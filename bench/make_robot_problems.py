@@ -31,7 +31,11 @@ def capture_step(sim):
     got = {}
     solve = sim.admm.solve
 
-    def spy(op, g, cones, compliance=None, x0=None, max_eigenvalue=None, **kw):
+    def spy(op, g=None, cones=None, compliance=None, x0=None, max_eigenvalue=None, **kw):
+        if g is None and cones is None:      # solve(problem): the step's problem object
+            p = op
+            op, g, cones, compliance, x0, max_eigenvalue = p.op, p.g, p.cones, p.compliance, p.x0, p.max_eigenvalue
+            kw.setdefault("jv", p.jv)
         got.update(g=np.array(g), has_x0=x0 is not None, x0=np.zeros(len(g)) if x0 is None else np.array(x0),
                    L=float(max_eigenvalue), kind=cones.arrays()[0].copy(), size=cones.arrays()[2].copy(),
                    param=cones.arrays()[3].copy())
@@ -49,7 +53,8 @@ def capture_step(sim):
 def tail_rows(sim):
     """The step's rows after the contacts: (joint names, sides ('lower'/'upper' or '' for
     friction), joint-friction bounds (N·m, 0 for limits))."""
-    cons = sim._tail[1].constraints
+    tail = sim.assembler.tail          # (signature, ConstraintSet, ConeSet) of the step's rows after the contacts
+    cons = [] if tail is None else tail[1].constraints
     if any(not isinstance(c, (JointLimit, JointFriction)) for c in cons):
         raise ValueError("only joint limits and joint friction after the contacts are saved")
     names = [str(c.joint) for c in cons]

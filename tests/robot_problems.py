@@ -16,8 +16,10 @@ from solvers.constraints import ConstraintSet, JointFriction, JointLimit
 _WORLD = {}
 
 
-def names():
-    return sorted(os.path.basename(p)[8:-4] for p in glob.glob(os.path.join(DATA, "problem_robots_*.npz")))
+def names(prefix="robots"):
+    """The saved problems problem_{prefix}_*.npz: "robots" 3–3.3 s after the drop (the pile still
+    moving), "restpile" 6–6.3 s (at rest)."""
+    return sorted(os.path.basename(p)[8:-4] for p in glob.glob(os.path.join(DATA, f"problem_{prefix}_*.npz")))
 
 
 class RobotProblem(Problem):

@@ -334,11 +334,12 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     """One active-set correction (the polish of OSQP, Stellato et al. 2020, Sec. 4, taken from
     the impulses λ and their velocities σ = (G + R_c) λ + g without the De Saxcé term): with the
     modes of `active_set_kernel`, the rows E that must not move get the correction
-    Δ_E = −(G_EE + R_c + δ I)⁻¹ σ_E, the fixed rows F keep their impulses (the operator's damped
+    Δ_E = −A⁻¹ H A⁻¹ σ_E, H = G_EE + R_c, A = H + δ I (Newton's step −H⁻¹ σ_E on the range of H,
+    filtered where H is singular: `cancel_velocities_kernel`), the fixed rows F keep their impulses (the operator's damped
     solve with damping δ on E and `big` on F, which decouples them). Starting from λ rather
     than from zero keeps λ's distribution over redundant rows (the four corners of a face):
     only the part of λ in the range of G moves, by the least-squares step that zeroes the
-    velocities. δ (0.1 μ_prox) bounds the velocity error δ‖Δ‖∞ it leaves. Writes λ_out = Π_K(λ + Δ)
+    velocities. δ (0.1 μ_prox) bounds the velocity error it leaves. Writes λ_out = Π_K(λ + Δ)
     and σ'_out; returns their Coulomb residual (`velocity_residual_kernel`)."""
     return polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam,
                                sigma, fixed, fixed, False, lam_out, sigma_out)
@@ -364,22 +365,36 @@ def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc
         for r in range(m):
             dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
         op_factor(dense, geo, fac, dn, 0.0, dvec, True)
-    cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, sigma, lam, lam_out)
+    cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, sigma, lam, lam_out)
     s = np.empty(m)
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
                                      sigma_out, s)
 
 
 @njit(cache=True, inline="always")
-def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, fixed, vel, lam, out):
-    """out = Π_K(λ − Δ) with Δ_E = (G_EE + R_c + δ I)⁻¹ vel_E on the rows E (fixed = 0), Δ = 0 on
-    the fixed rows: the impulse change that cancels the velocities vel (m,) on E, on the
-    factorisation `polish_kernel` sets up (damping δ on E, `big` on the fixed rows)."""
+def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out):
+    """out = Π_K(λ − Δ) with Δ_E = A⁻¹ H A⁻¹ vel_E on the rows E (fixed = 0), H = G_EE + R_c,
+    A = H + δ I, and Δ = 0 on the fixed rows: the impulse change that cancels the velocities vel
+    (m,) on E, on the factorisation `polish_kernel` sets up (damping δ on E, `big` on the fixed
+    rows). Along an eigenvector of H with eigenvalue h the step is h / (h + δ)² times vel's
+    component: 1/h (Newton's) where h ≫ δ, but → 0 rather than 1/δ where h → 0 (Tikhonov's
+    filter twice). On a redundant set (a pile's contacts outnumber its dofs: rank 285 for 700
+    sticking rows at rest) vel keeps a small part outside the range of H (targets of redundant
+    rows that no motion meets exactly), which A⁻¹ alone amplifies by 1/δ: the plain correction
+    A⁻¹ vel_E left 7–12 m/s on the resting robot pile's saved problems, this one 1e-7 to 2e-5."""
     m = lam.shape[0]
     b = np.empty(m)
     x = np.empty(m)
+    y = np.empty(m)
     for r in range(m):
         b[r] = 0.0 if fixed[r] else vel[r]
+    op_solve(dense, geo, fac, ws, dn, b, x)
+    for r in range(m):
+        if fixed[r]:
+            x[r] = 0.0
+    op_matvec(dense, geo, ws, dn, x, y)
+    for r in range(m):
+        b[r] = 0.0 if fixed[r] else y[r] + (Rc[r] * x[r] if has_rc else 0.0)
     op_solve(dense, geo, fac, ws, dn, b, x)
     for r in range(m):
         x[r] = lam[r] if fixed[r] else lam[r] - x[r]
@@ -387,7 +402,7 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
 
 
 @njit(cache=True)
-def warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, out):
+def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam, out):
     """The next step's warm start after an accepted polish (λ, its rows `fixed`, its
     factorisation still in the operator): λ without the part that cancelled the incoming
     velocity jv = J v.
@@ -397,11 +412,11 @@ def warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, out):
     one-step correction; kept as the next warm start, that correction comes back as a velocity
     error of the same size with the other sign, and on a settled pile the warm start then fails
     the tolerance every second step (10-box pyramid: 47% of steps polished). The result balances
-    g_rest alone: the impulse of the equilibrium the step settles into. The polish's change
-    was −(G_EE + R_c + δ I)⁻¹ σ_E and σ contains jv, so taking jv's share back out is the
-    change that cancels −jv."""
-    cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, fixed,
-                             -jv, lam, out)
+    g_rest alone: the impulse of the equilibrium the step settles into. The polish's change is
+    linear in σ_E (`cancel_velocities_kernel`) and σ contains jv, so taking jv's share back out
+    is the change that cancels −jv."""
+    cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, Rc,
+                             has_rc, fixed, -jv, lam, out)
 
 
 @njit(cache=True)
@@ -943,7 +958,8 @@ class ADMMSolver:
         if k.polished and jv is not None:
             jv = _checked_jv(jv(), m) if callable(jv) else jv
             warm_next = np.empty(m)
-            warm_next_kernel(state, kind, start, size, param, fixed, jv, lam, warm_next)
+            warm_next_kernel(state, kind, start, size, param, _EMPTY if Rc is None else Rc, Rc is not None, fixed, jv,
+                             lam, warm_next)
         if hasattr(op, "mark_factored") and (k.polish_solves > 0 if st.polish else it > 0):
             op.mark_factored()   # the operator's storage holds the last polish's (or the iterations') factors
         if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)

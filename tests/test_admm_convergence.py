@@ -104,7 +104,8 @@ def random_contact_problem(rng, n_contacts=6, nv=9, extra=()):
 
 def test_polish_is_the_dense_least_squares_correction():
     """From impulses λ with sticking, sliding and separated contacts, the polish moves the
-    sticking rows by Δ_E = −(G_EE + δ I)⁻¹ σ_E (σ = G λ + g), keeps the others, and projects."""
+    sticking rows by Δ_E = −A⁻¹ G_EE A⁻¹ σ_E, A = G_EE + δ I (σ = G λ + g), keeps the others, and
+    projects."""
     rng = np.random.default_rng(3)
     G, g = random_contact_problem(rng, n_contacts=5, nv=12)
     mu = np.full(5, 0.8)
@@ -128,13 +129,45 @@ def test_polish_is_the_dense_least_squares_correction():
                   lam, sigma, fixed, out, sig_out)
     E = fixed == 0
     ref = lam.copy()
-    ref[E] += np.linalg.solve(G[np.ix_(E, E)] + delta * np.eye(E.sum()), -sigma[E])
+    A = G[np.ix_(E, E)] + delta * np.eye(E.sum())
+    ref[E] -= np.linalg.solve(A, G[np.ix_(E, E)] @ np.linalg.solve(A, sigma[E]))
     ref = cones.project(ref)
     assert np.abs(out - ref).max() < 1e-7 * np.abs(ref).max()
     # σ'_out is the velocity the polished impulses produce, with the De Saxcé term
     s0 = G @ out + g
     s0[2::3] += mu * np.hypot(s0[0::3], s0[1::3])
     assert np.allclose(sig_out, s0, atol=1e-12)
+
+
+def test_polish_filters_what_a_redundant_set_cannot_cancel():
+    """On a redundant sticking set (36 rows on 18 dofs: G_EE has rank 18), velocities with a part
+    outside the range of G_EE (targets of redundant rows that no motion meets) are amplified by
+    1/δ by the plain damped correction (G_EE + δ I)⁻¹ σ_E; the polish's filtered correction
+    A⁻¹ G_EE A⁻¹ σ_E cancels the part in the range (to δ) and leaves the rest as it is (dense
+    oracle: the eigen-decomposition of G_EE)."""
+    rng = np.random.default_rng(5)
+    J = rng.normal(size=(36, 18))
+    G = J @ J.T / 18
+    ev, U = np.linalg.eigh(G)
+    rng_part = U[:, ev > 1e-9] @ rng.normal(size=(ev > 1e-9).sum())
+    null_part = U[:, ev <= 1e-9] @ rng.normal(size=(ev <= 1e-9).sum())
+    sigma = rng_part + 1e-6 * null_part / np.abs(null_part).max()
+    cones = ConeSet.from_blocks([("free", 36, 0.0)])         # every row sticks (bilateral)
+    kind, start, size, param = cones.arrays()
+    dense, geo, fac, ws, dn = operator_parts(DenseOp(G), 36)
+    delta, big = 1e-7, 1e10
+    lam, out, sig_out = np.zeros(36), np.empty(36), np.empty(36)
+    g = sigma - G @ lam
+    polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, np.zeros(0), False, True, delta, big,
+                  lam, sigma, np.empty(36, np.int64), out, sig_out)
+    plain = -np.linalg.solve(G + delta * np.eye(36), sigma)
+    assert np.abs(plain).max() > 1.0                        # 1e-6 / δ along the null space
+    coef = ev / (ev + delta) ** 2
+    ref = -U @ (coef * (U.T @ sigma))
+    assert np.abs(out - ref).max() <= 1e-6 * np.abs(ref).max()
+    assert np.abs(out).max() < 10 * np.abs(np.linalg.pinv(G) @ sigma).max()
+    resid = G @ out + sigma
+    assert np.abs(U[:, ev > 1e-9].T @ resid).max() < 1e-5 * np.abs(sigma).max()    # the range part cancelled
 
 
 def redundant_pile(rng, n_contacts=12, nv=18):

@@ -64,18 +64,23 @@ def test_saved_problem_rebuilds_the_operator(problem):
     assert np.linalg.matrix_rank(G, tol=1e-9 * top) <= p.model.nv
 
 
+def dense_residual(p, lam):
+    """The Coulomb residual (m/s) of (λ, G λ + g + s) with the dense G (CRBA and a Cholesky)."""
+    G = p.dense().matrix()
+    kind, start, size, param = p.cones.arrays()
+    sig = G @ lam + p.g
+    s = np.empty_like(sig)
+    desaxce_kernel(kind, start, param, sig, s)
+    return velocity_residual_kernel(kind, start, size, param, lam, sig + s)[0]
+
+
 def test_admm_returns_cone_feasible_impulses_and_their_true_residual(problem):
     """At the iteration cap on a loaded robot pile, λ is in its cones and the reported residual is
     the Coulomb residual of (λ, G λ + g + s) recomputed with the dense G."""
     p = problem
     r = ADMMSolver(ADMMSettings(max_iter=200)).solve(p.matrix_free(), p.g, p.cones, x0=p.x0, max_eigenvalue=p.L)
     assert np.abs(r.lam - p.cones.project(r.lam)).max() <= 1e-15
-    G = p.dense().matrix()
-    kind, start, size, param = p.cones.arrays()
-    sig = G @ r.lam + p.g
-    s = np.empty_like(sig)
-    desaxce_kernel(kind, start, param, sig, s)
-    rv, _ = velocity_residual_kernel(kind, start, size, param, r.lam, sig + s)
+    rv = dense_residual(p, r.lam)
     assert r.velocity_residual == pytest.approx(rv, rel=1e-6, abs=1e-12)
     assert rv < 1e-2       # measured 1e-3 to 4e-5 at 200 iterations on these problems
 
@@ -101,17 +106,11 @@ def test_resting_pile_converges_in_tens_of_iterations(name):
     """The pile at rest (6 s after the drop, bench_step's settle for this scene; saved with
     `python bench/make_robot_problems.py --settle 6 --save 50 150 299 --name restpile`): from the
     simulator's warm start the ADMM meets 1e-6 m/s within 100 iterations (measured 14–22 when
-    saved, 1–20 with the filtered polish). At rest the pile needed 550–750 before convex hulls' curved caps became one contact
-    point (their patch points, 1 mm above the floor, entered and left the patches from step to
-    step, so the warm start lost to λ = 0); its λ is in the cones and the reported residual is
-    the one the dense G gives."""
+    saved, 1–20 with the filtered polish). At rest the pile needed 550–750 before convex hulls'
+    curved caps became one contact point (their patch points, 1 mm above the floor, entered and
+    left the patches from step to step, so the warm start lost to λ = 0); its λ is in the cones
+    and the dense G confirms the residual."""
     p = load(name)
     r = ADMMSolver().solve(p.matrix_free(), p.g, p.cones, x0=p.x0, max_eigenvalue=p.L)
     assert r.converged and r.iterations <= 100 and r.warm_started
-    G = p.dense().matrix()
-    kind, start, size, param = p.cones.arrays()
-    sig = G @ r.lam + p.g
-    s = np.empty_like(sig)
-    desaxce_kernel(kind, start, param, sig, s)
-    rv, _ = velocity_residual_kernel(kind, start, size, param, r.lam, sig + s)
-    assert rv <= 1e-6 and np.abs(r.lam - p.cones.project(r.lam)).max() <= 1e-15
+    assert dense_residual(p, r.lam) <= 1e-6 and np.abs(r.lam - p.cones.project(r.lam)).max() <= 1e-15

@@ -268,9 +268,11 @@ def synthetic_pairs(detector, self_contact=False):
     geometry g on a moving link against the world and, if a link of another tree has geometry,
     against that link (box on box: contacts between bodies bring the operator's elimination
     ordering in); with `self_contact`, against a link of g's own tree instead (None if it has no
-    other link with geometry)."""
+    other link with geometry). No geometry at all (a mechanism of loop closures): no pairs."""
     import numpy as np
     body = np.asarray(detector.shapes.body)
+    if body.size == 0:
+        return None if self_contact else []
     parent = np.asarray(detector.model.parent)
     moving = np.flatnonzero(body >= 0)
     g = int(moving[0]) if moving.size else 0
@@ -340,13 +342,24 @@ def synthetic_solve():
 def _solve_first(world, dt):
     """The contact problem of one synthetic step of `world`, built and solved (the ADMM and
     what it calls, half of a cold start's compile time, before the step's other kernels)."""
-    import numpy as np
     from .simulator import Simulator
     sim = Simulator(world, dt=dt)
-    c = sim.detector.detect(sim.q, placements=(sim.data.oR, sim.data.op))
-    problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(world.model.nv), sim.data)
-    if problem is not None and problem.op is not None and sim.solver_name == "admm" and sim.lcp is None:
+    problem = _synthetic_problem(sim)
+    if problem is not None:
         sim.admm.solve(problem)
+
+
+def _synthetic_problem(sim):
+    """The contact problem of `sim`'s state with `_synthetic_contacts` (under
+    `synthetic_collision`), or None if the ADMM would not solve one (no geometry, no rows, loop
+    closures only, another solver)."""
+    import numpy as np
+    if len(sim.detector.shapes) == 0 or sim.solver_name != "admm" or sim.lcp is not None:
+        return None
+    with synthetic_collision():
+        c = sim.detector.detect(sim.q, placements=(sim.data.oR, sim.data.op))
+    problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(sim.model.nv), sim.data)
+    return problem if problem is not None and problem.op is not None else None
 
 
 def _solver_tail(problem):
@@ -389,13 +402,9 @@ def compile_besides(world, dt):
     dynamics, the problem's assembly and the integration). The worker takes the solve first
     (`compile_ahead`), so the two processes compile different kernels at the same time and each
     loads the other's from the cache (measured on the humanoid: see the README's cold start)."""
-    import numpy as np
     from .simulator import Simulator
-    with synthetic_collision():
-        sim = Simulator(world, dt=dt)
-        c = sim.detector.detect(sim.q, placements=(sim.data.oR, sim.data.op))
-        problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(world.model.nv), sim.data)
-    if problem is not None and problem.op is not None and sim.solver_name == "admm" and sim.lcp is None:
+    problem = _synthetic_problem(Simulator(world, dt=dt))
+    if problem is not None:
         compile_solver_tail(problem)
     with synthetic_collision(), synthetic_solve():
         Simulator(world, dt=dt).run(steps=2)

@@ -187,18 +187,15 @@ def test_solver_tail_compiled_for_the_admms_own_argument_types():
     it: numba's on-disk cache index of each kernel, which holds the signatures compiled so far
     (the ADMM's among them once a solve ran), gains no entry (a different type would add one,
     compiled for nothing while the worker compiles the right one itself)."""
-    import numpy as np
-
     import scenes
     import simstep
-    from simstep.warmup import _solver_tail, compile_solver_tail, synthetic_collision
+    from simstep.warmup import _solver_tail, _synthetic_problem, compile_solver_tail, synthetic_collision
     world = scenes.box_stack(n=2)
     with synthetic_collision():
         sim = simstep.Simulator(world, dt=0.01)
         sim.run(steps=2)             # the ADMM compiled (its callees' cache entries saved) or loaded
-        c = sim.detector.detect(sim.q)
-        problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(world.model.nv), sim.data)
-    assert problem is not None and problem.op is not None
+    problem = _synthetic_problem(sim)
+    assert problem is not None
 
     def index(kernel):
         return set(kernel._cache._cache_file._load_index())
@@ -206,6 +203,21 @@ def test_solver_tail_compiled_for_the_admms_own_argument_types():
     assert len(before) == 5 and all(before.values())
     compile_solver_tail(problem)
     assert {k: index(k) for k in before} == before
+
+
+@pytest.mark.parametrize("scene", ["four_bar", "pendulum", "box_stack"])
+def test_compile_besides_on_scenes_without_geometry_or_contacts(scene):
+    """The run's share of a cold start (`compile_besides`) steps any scene: one without
+    collision geometry (four_bar: loop closures only), one without contacts, boxes; the world
+    is not changed."""
+    import numpy as np
+
+    import scenes
+    from simstep.warmup import compile_besides
+    world = scenes.SCENES[scene][0]()
+    q0 = np.array(world.q0, copy=True)
+    compile_besides(world, getattr(world, "dt", 1e-3))
+    assert np.array_equal(world.q0, q0)
 
 
 def test_wait_compile_ahead_for_the_build_then_ready():

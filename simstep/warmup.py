@@ -339,11 +339,9 @@ def synthetic_solve():
         ADMMSolver.solve = real
 
 
-def _solve_first(world, dt):
-    """The contact problem of one synthetic step of `world`, built and solved (the ADMM and
-    what it calls, half of a cold start's compile time, before the step's other kernels)."""
-    from .simulator import Simulator
-    sim = Simulator(world, dt=dt)
+def _solve_first(sim):
+    """The contact problem of one synthetic step of `sim`, built and solved (the ADMM and what
+    it calls, half of a cold start's compile time, before the step's other kernels)."""
     problem = _synthetic_problem(sim)
     if problem is not None:
         sim.admm.solve(problem)
@@ -378,8 +376,8 @@ def _solver_tail(problem):
     F2, M2, b = np.zeros((mem, m)), np.zeros((mem, mem)), np.zeros(mem)
     rc, yes, x = np.zeros(0), True, 0.0
     return [
-        (admm.polish_modes_kernel, (dense, geo, fac, ws, dn, kind, start, size, param, g, rc, yes, yes, x, x, f, f, i, i,
-                                    yes, f, f)),
+        (admm.polish_modes_kernel, (dense, geo, fac, ws, dn, kind, start, size, param, g, rc, yes, yes, x, x, f, f, i,
+                                    i, yes, f, f)),
         (admm.anderson_update, (kind, start, size, param, g, f, f, f, f, f, f, f, x, x, yes, F2, F2, M2, f, f, f, f, f,
                                 M2, b, 0, 0, yes, yes, x)),
         (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),
@@ -397,17 +395,20 @@ def compile_solver_tail(problem):
 
 
 def compile_besides(world, dt):
-    """The caller's share while the worker of `start_compile_ahead` compiles the solver: steps of
-    a second `Simulator` of `world` under `synthetic_collision` and `synthetic_solve` (the free
-    dynamics, the problem's assembly and the integration). The worker takes the solve first
-    (`compile_ahead`), so the two processes compile different kernels at the same time and each
-    loads the other's from the cache (measured on the humanoid: see the README's cold start)."""
+    """The caller's share while the worker of `start_compile_ahead` compiles the solver, on a
+    second `Simulator` of `world`: the ADMM's callees the worker types last
+    (`compile_solver_tail`, for its synthetic problem), then steps under `synthetic_collision`
+    and `synthetic_solve` (the free dynamics, the problem's assembly and the integration). The
+    worker takes the solve first (`compile_ahead`), so the two processes compile different
+    kernels at the same time and each loads the other's from the cache (measured on the
+    humanoid: see the README's cold start)."""
     from .simulator import Simulator
-    problem = _synthetic_problem(Simulator(world, dt=dt))
+    sim = Simulator(world, dt=dt)
+    problem = _synthetic_problem(sim)
     if problem is not None:
         compile_solver_tail(problem)
     with synthetic_collision(), synthetic_solve():
-        Simulator(world, dt=dt).run(steps=2)
+        sim.run(steps=2)
 
 
 def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None, built=None):
@@ -425,7 +426,7 @@ def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None, built=None):
         sim = Simulator(world, dt=dt)
         if built is not None:
             built()
-        _solve_first(world, sim.dt)
+        _solve_first(sim)
         sim.run(steps=steps)
     if ready is not None:
         ready()

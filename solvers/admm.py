@@ -335,8 +335,9 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     the impulses λ and their velocities σ = (G + R_c) λ + g without the De Saxcé term): with the
     modes of `active_set_kernel`, the rows E that must not move get the correction
     Δ_E = −A⁻¹ H A⁻¹ σ_E, H = G_EE + R_c, A = H + δ I (Newton's step −H⁻¹ σ_E on the range of H,
-    filtered where H is singular: `cancel_velocities_kernel`), the fixed rows F keep their impulses (the operator's damped
-    solve with damping δ on E and `big` on F, which decouples them). Starting from λ rather
+    filtered where H is singular: `cancel_velocities_kernel`), the fixed rows F keep their
+    impulses (the operator's damped solve with damping δ on E and `big` on F, which decouples
+    them). Starting from λ rather
     than from zero keeps λ's distribution over redundant rows (the four corners of a face):
     only the part of λ in the range of G moves, by the least-squares step that zeroes the
     velocities. δ (0.1 μ_prox) bounds the velocity error it leaves. Writes λ_out = Π_K(λ + Δ)

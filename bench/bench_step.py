@@ -6,7 +6,8 @@ boxes of `scenes` and with unit boxes (half extent 0.5 m, 1 kg); a 30-box vertic
 lying on the floor after falling from standing (pitched forward) and G1 falling (0.3 s after
 release); Go2 standing on its joint PD (`scenes.quadruped`) and trotting in place (the PD's
 targets on a 0.4 s diagonal gait, `trot_reference`; measured from 2 s on, i.e. 2.5 gait cycles
-per 1000 steps); three G1 on the pyramid (`scenes.pyramid_with_robots`; chaotic: the two
+per 1000 steps; both simulators' times include the reference's evaluation, about 5 µs of numpy,
+which ours calls inside its step and MuJoCo's control callback before mj_step); three G1 on the pyramid (`scenes.pyramid_with_robots`; chaotic: the two
 simulators' piles differ after the landing). Each scene first settles (default 2 s; G1 lying and
 the robots on the pyramid 3 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
 same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint PD (as MuJoCo
@@ -325,9 +326,9 @@ def measure_once(name, settle, steps, block, fresh):
                 phases[k].append(getattr(st, k))
         if mjm is not None:
             for _ in range(n):
-                if control is not None:     # the trot's targets (numpy), outside the timing
-                    control(mjm, mjd)
                 t0 = time.perf_counter()
+                if control is not None:     # the trot's targets: timed, as our step evaluates the same
+                    control(mjm, mjd)       # reference (`trot_reference`, numpy) inside its joint PD
                 mujoco.mj_step(mjm, mjd)
                 theirs.append(time.perf_counter() - t0)
         done += n

@@ -6,9 +6,10 @@ boxes of `scenes` and with unit boxes (half extent 0.5 m, 1 kg); a 30-box vertic
 lying on the floor after falling from standing (pitched forward) and G1 falling (0.3 s after
 release); Go2 standing on its joint PD (`scenes.quadruped`) and trotting in place (the PD's
 targets on a 0.4 s diagonal gait, `trot_reference`; measured from 2 s on, i.e. 2.5 gait cycles
-per 1000 steps; both simulators' times include the reference's evaluation, about 5 µs of numpy,
-which ours calls inside its step and MuJoCo's control callback before mj_step); three G1 on the pyramid (`scenes.pyramid_with_robots`; chaotic: the two
-simulators' piles differ after the landing). Each scene first settles (default 2 s; G1 lying and
+per 1000 steps; both simulators' times include the reference's evaluation, 3–5 µs of numpy,
+which ours calls inside its step and MuJoCo's control callback before mj_step); three G1 on the
+pyramid (`scenes.pyramid_with_robots`; chaotic: the two simulators' piles differ after the
+landing). Each scene first settles (default 2 s; G1 lying and
 the robots on the pyramid 3 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
 same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint PD (as MuJoCo
 position actuators with the same gains, rotor inertias and effort limits), settled the same

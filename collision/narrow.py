@@ -181,7 +181,7 @@ def plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA,
     if ks == BOX:   # the hot path of box scenes: the box's feature directly
         m = _support_box(s, gsize, gR, gp, V, i_u, tol_s, F)
     else:
-        m = support_feature(ks, s, gsize, gR, gp, cverts, coff, hg, V, i_u, tol_s, F, False)
+        m = support_feature(ks, s, gsize, gR, gp, cverts, coff, hg, V, i_u, tol_s, F, False, False)
     dmin = np.inf
     for i in range(m):
         dd = pu - _dotrr(F, i, V, i_u)
@@ -272,8 +272,8 @@ def core_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, 
         V[_VPAW, k] = V[_VC1, k] + gsize[a, 0] * V[_VN, k]
         V[_VPBW, k] = V[_VC2, k] - gsize[b, 0] * V[_VN, k]
         V[_VNEGN, k] = -V[_VN, k]
-    mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, True)
-    mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, True)
+    mA = support_feature(ka, a, gsize, gR, gp, cverts, coff, hg, V, _VN, tol, FA, True, False)
+    mB = support_feature(kb, b, gsize, gR, gp, cverts, coff, hg, V, _VNEGN, tol, FB, True, False)
     return build_patch(FA, mA, FB, mB, V, PA, PB, ws)
 
 

@@ -366,22 +366,14 @@ def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc
         for r in range(m):
             dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
         op_factor(dense, geo, fac, dn, 0.0, dvec, True)
-    cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, delta, sigma, lam,
-                             lam_out)
+    cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, sigma, lam, lam_out)
     s = np.empty(m)
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
                                      sigma_out, s)
 
 
 @njit(cache=True, inline="always")
-def polish_damping(mu_prox):
-    """δ (units of G) of the polish's damped solves: 0.1 μ_prox (`polish_modes_kernel`)."""
-    return 0.1 * mu_prox
-
-
-@njit(cache=True, inline="always")
-def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, delta, vel, lam,
-                             out):
+def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out):
     """out = Π_K(λ − Δ) with Δ_E = A⁻¹ H A⁻¹ vel_E on the rows E (fixed = 0), H = G_EE + R_c,
     A = H + δ I, and Δ = 0 on the fixed rows: the impulse change that cancels the velocities vel
     (m,) on E, on the factorisation `polish_kernel` sets up (damping δ on E, `big` on the fixed
@@ -391,19 +383,22 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
     sticking rows at rest) vel keeps a small part outside the range of H (targets of redundant
     rows that no motion meets exactly), which A⁻¹ alone amplifies by 1/δ: the plain correction
     A⁻¹ vel_E left 7–12 m/s on the resting robot pile's saved problems, this one 1e-7 to 2e-5.
-
-    Two solves and no operator product: with x = A⁻¹ b, H x = A x − δ x = b − δ x on E (the
-    fixed rows' `big` damping decouples them, x_F = O(1/big) is dropped), so
-    Δ_E = A⁻¹ (b − δ x). Where H is singular the difference cancels at the size of b (not of
-    x ~ b/δ): the filter holds to round-off."""
+    H x is an operator product: the identity H x = b − δ x (x = A⁻¹ b) would save it but also
+    carries the fixed rows' coupling G_EF x_F = O(‖G‖² ‖x‖ / big), which failed the polish of
+    G1 lying on the floor where this one succeeds (tried: 1.2 → 1.4 iterations a step)."""
     m = lam.shape[0]
     b = np.empty(m)
     x = np.empty(m)
+    y = np.empty(m)
     for r in range(m):
         b[r] = 0.0 if fixed[r] else vel[r]
     op_solve(dense, geo, fac, ws, dn, b, x)
     for r in range(m):
-        b[r] = 0.0 if fixed[r] else b[r] - delta * x[r]
+        if fixed[r]:
+            x[r] = 0.0
+    op_matvec(dense, geo, ws, dn, x, y)
+    for r in range(m):
+        b[r] = 0.0 if fixed[r] else y[r] + (Rc[r] * x[r] if has_rc else 0.0)
     op_solve(dense, geo, fac, ws, dn, b, x)
     for r in range(m):
         x[r] = lam[r] if fixed[r] else lam[r] - x[r]
@@ -411,11 +406,10 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
 
 
 @njit(cache=True)
-def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, mu_prox, jv, lam, out):
+def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam, out):
     """The next step's warm start after an accepted polish (λ, its rows `fixed`, its
-    factorisation, with damping `polish_damping(mu_prox)`, still in the operator): λ without
-    the part that cancelled the incoming velocity jv = J v. Returns False (out untouched) if
-    jv is not finite.
+    factorisation still in the operator): λ without the part that cancelled the incoming
+    velocity jv = J v. Returns False (out untouched) if jv is not finite.
 
     g = J v + g_rest: J v is the velocity the bodies bring into the step, the residual a
     previous accepted λ left. The polish zeroes it along with the rest, so its λ carries a
@@ -431,7 +425,7 @@ def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, mu_prox
     if not math.isfinite(total):
         return False
     cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, Rc,
-                             has_rc, fixed, polish_damping(mu_prox), -jv, lam, out)
+                             has_rc, fixed, -jv, lam, out)
     return True
 
 
@@ -583,17 +577,18 @@ SLIP_POLISH = 100.0      # admm_kernel: no polish from a warm start slipping fas
 
 SolveParams = np.dtype([("max_iter", np.int64), ("ncp", np.bool_), ("osqp", np.bool_), ("record", np.bool_),
                         ("polish", np.bool_), ("eig_iters", np.int64), ("tau", np.float64), ("mu_prox", np.float64),
-                        ("eps_abs", np.float64), ("eps_rel", np.float64), ("ratio", np.float64), ("rho_power", np.float64),
-                        ("rho_factor", np.float64), ("L", np.float64), ("rho_min", np.float64),
-                        ("relaxation", np.float64), ("scaling", np.float64), ("L_scaled", np.float64),
+                        ("eps_abs", np.float64), ("eps_rel", np.float64), ("ratio", np.float64),
+                        ("rho_power", np.float64), ("rho_factor", np.float64), ("L", np.float64),
+                        ("rho_min", np.float64), ("relaxation", np.float64), ("scaling", np.float64),
+                        ("L_scaled", np.float64),
                         ("anderson", np.int64), ("newton_rows", np.int64), ("newton_steps", np.int64),
                         ("newton_warm", np.float64)], align=True)
 """One solve's settings for the kernel, a record (the kernel takes a (1,) array of it: one
 argument to unbox, where a named tuple of 18 fields costs about 1.5 µs a call): `ADMMSettings`'
-names; eps_abs in m/s (the tolerance is eps_abs + eps_rel max|g|), L = λ_max(G), rho_min the smallest damping μ_prox + min R_c, L_scaled
-λ_max(S G S) if known else 0, anderson the memory, 0: off; newton_rows, newton_steps the
-Newton polish's limits (0 rows: off), newton_warm its threshold after the warm start's polish
-(in tolerances)."""
+names; eps_abs in m/s (the tolerance is eps_abs + eps_rel max|g|), L = λ_max(G), rho_min the
+smallest damping μ_prox + min R_c, L_scaled λ_max(S G S) if known else 0, anderson the memory,
+0: off; newton_rows, newton_steps the Newton polish's limits (0 rows: off), newton_warm its
+threshold after the warm start's polish (in tolerances)."""
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change",
@@ -658,7 +653,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     L, rho_min, alpha, p_scale, L_scaled = sp.L, sp.rho_min, sp.relaxation, sp.scaling, sp.L_scaled
     cond = max(L / rho_min, 1.0 + 1e-12)
     rho = math.sqrt(L * rho_min) * cond ** rho_power
-    delta, big = polish_damping(mu_prox), 1e8 * max(L, 1.0)
+    delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
     m = g.shape[0]
     x = np.zeros(m)
     s = np.zeros(m)
@@ -978,7 +973,7 @@ class ADMMSolver:
             jv = _checked_jv(jv(), m, check_finite=False) if callable(jv) else jv
             warm_next = np.empty(m)
             if not warm_next_kernel(state, kind, start, size, param, _EMPTY if Rc is None else Rc, Rc is not None,
-                                    fixed, float(st.mu_prox), jv, lam, warm_next):
+                                    fixed, jv, lam, warm_next):
                 raise ValueError(f"jv must be finite with shape ({m},)")
         if hasattr(op, "mark_factored") and (k.polish_solves > 0 if st.polish else it > 0):
             op.mark_factored()   # the operator's storage holds the last polish's (or the iterations') factors

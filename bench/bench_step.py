@@ -3,14 +3,14 @@
 Scenes (dt 1 ms, friction 0.5 unless noted): the 10-box triangle pyramid and the 30-box square
 pyramid of paper 000 (Sathya et al., "Matrix-Free Delassus Operations"), each with the 0.1 m
 boxes of `scenes` and with unit boxes (half extent 0.5 m, 1 kg); a 30-box vertical stack; G1
-lying on the floor after falling from standing (pitched forward) and G1 falling (0.3 s after
-release); Go2 standing on its joint PD (`scenes.quadruped`) and trotting in place (the PD's
+lying on the floor after falling from standing (pitched forward), G1 lying on its back (pitched
+backward; its legs creep apart on the floor for seconds) and G1 falling (0.3 s after release); Go2 standing on its joint PD (`scenes.quadruped`) and trotting in place (the PD's
 targets on a 0.4 s diagonal gait, `trot_reference`; measured from 2 s on, i.e. 2.5 gait cycles
 per 1000 steps; both simulators' times include the reference's evaluation, 3–5 µs of numpy,
 which ours calls inside its step and MuJoCo's control callback before mj_step); three G1 on the
 pyramid (`scenes.pyramid_with_robots`; chaotic: the two simulators' piles differ after the
-landing). Each scene first settles (default 2 s; G1 lying and
-the robots on the pyramid 3 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
+landing). Each scene first settles (default 2 s; G1 lying on either side 3 s, the robots on the
+pyramid 6 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
 same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint PD (as MuJoCo
 position actuators with the same gains, rotor inertias and effort limits), settled the same
 time) in alternating blocks of 100 steps
@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 DT, MU = 1e-3, 0.5
 G1_QUAT = (0.0, np.sin(0.3), 0.0, np.cos(0.3))   # pitched forward so it falls
+G1_BACK = (0.0, -np.sin(0.3), 0.0, np.cos(0.3))  # pitched backward: it lies on its back
 
 
 def box_scene(shape, layers, half):
@@ -63,13 +64,13 @@ def box_scene(shape, layers, half):
     return b.build(), mjcf
 
 
-def g1_world():
+def g1_world(quat=G1_QUAT):
     path, dirs = models.robot_path("g1")
     b = simstep.WorldBuilder()
     b.add_ground(friction=MU)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        b.add_urdf("g1", path, position=(0, 0, 0.9), quaternion=G1_QUAT, package_dirs=dirs, friction=MU)
+        b.add_urdf("g1", path, position=(0, 0, 0.9), quaternion=quat, package_dirs=dirs, friction=MU)
     return b.build()
 
 
@@ -122,8 +123,8 @@ def robot_mujoco(robot, world=None, self_collision=True, quat=G1_QUAT, height=0.
     return m
 
 
-def g1_mujoco():
-    return robot_mujoco("g1")
+def g1_mujoco(quat=G1_QUAT):
+    return robot_mujoco("g1", quat=quat)
 
 
 def mujoco_qpos(world, m, q, prefix=""):
@@ -232,9 +233,9 @@ def mjcf_factory(mjcf):
     return make
 
 
-def g1_factory():
+def g1_factory(quat=G1_QUAT):
     import mujoco
-    m = g1_mujoco()
+    m = g1_mujoco(quat)
     return m, mujoco.MjData(m), None
 
 
@@ -251,6 +252,8 @@ SCENES = {
     "square_unit": (lambda: box_case("square", 4, 0.5), 2.0, "30-box square pyramid, unit boxes"),
     "stack": (lambda: box_case("stack", 30, 0.1), 2.0, "30-box vertical stack"),
     "g1_lying": (lambda: (g1_world(), g1_factory), 3.0, "G1 lying on the floor after a fall"),
+    "g1_on_back": (lambda: (g1_world(G1_BACK), lambda: g1_factory(G1_BACK)), 3.0,
+                   "G1 lying on its back after a fall (pitched backward)"),
     "g1_falling": (lambda: (g1_world(), g1_factory), 0.3, "G1 falling (transient: 0.3 s after release, then the steps)"),
     "go2_standing": (lambda: go2(False), 2.0, "Go2 standing, joint PD"),
     "go2_trotting": (lambda: go2(True), 2.0, "Go2 trotting in place (joint PD on a 0.4 s gait; 2 s, then the steps)"),

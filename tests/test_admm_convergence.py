@@ -481,3 +481,37 @@ def test_creeping_arm_of_a_lying_humanoid_within_50_iterations():
     G, g, cones, x0, L, blocks = dense_problem("g1_lying_creep")
     r = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
     assert r.converged and r.iterations <= 50
+
+
+@pytest.mark.parametrize("stem", ["g1_back_a", "g1_back_b"])
+def test_humanoid_on_its_back_creeps_on_nearly_degenerate_modes(stem):
+    """Steps saved from G1 lying on its back (bench_step's `g1_on_back`: pitched backward, 3 s
+    after the drop, unactuated; 22 contacts, three of them between the robot's own links, and 5
+    joint limits: 71 rows), on which the ADMM needs 100-500 iterations a step (issue 13: the step
+    took 13.7× MuJoCo's). Its legs and arms creep apart on the floor for seconds. What is
+    checked: G's rank is the robot's 35 dofs; at the solution at least five contacts slide at
+    creeping speeds (measured 3e-6 to 3e-4 m/s: near the stick–slip transition, where the modes
+    are nearly degenerate); the ADMM meets 1e-6 m/s, but only after more than 100 iterations
+    (measured 185 and 129; the same under relative perturbations of g of 1e-14), and the
+    impulses pass the independent KKT check."""
+    G, g, cones, x0, L, blocks = dense_problem(stem)
+    ev = np.linalg.eigvalsh(G)
+    assert (ev > 1e-9 * ev[-1]).sum() == 35 and len(g) == 71
+    r = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
+    assert r.converged and r.iterations > 100
+    assert kkt_violation(G, g, blocks, r.lam) < 2e-6
+    sig = G @ r.lam + g
+    slips = [np.hypot(*sig[s.start:s.start + 2]) for kind, s, mu in blocks
+             if kind == "cone" and r.lam[s.start + 2] > 0 and
+             np.hypot(*r.lam[s.start:s.start + 2]) >= mu * r.lam[s.start + 2] * (1 - 1e-6)]
+    assert sum(1e-6 < v < 1e-3 for v in slips) >= 5
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13: creeping contacts near the stick–slip transition cost the ADMM "
+                                       "100-500 iterations; the Newton polish fails from its iterates (its first "
+                                       "step swings a slow contact's friction angle by about 3 rad)")
+@pytest.mark.parametrize("stem", ["g1_back_a", "g1_back_b"])
+def test_humanoid_on_its_back_within_50_iterations(stem):
+    G, g, cones, x0, L, blocks = dense_problem(stem)
+    r = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
+    assert r.converged and r.iterations <= 50

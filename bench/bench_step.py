@@ -4,22 +4,22 @@ Scenes (dt 1 ms, friction 0.5 unless noted): the 10-box triangle pyramid and the
 pyramid of paper 000 (Sathya et al., "Matrix-Free Delassus Operations"), each with the 0.1 m
 boxes of `scenes` and with unit boxes (half extent 0.5 m, 1 kg); a 30-box vertical stack; G1
 lying on the floor after falling from standing (pitched forward), G1 lying on its back (pitched
-backward; its legs creep apart on the floor for seconds) and G1 falling (0.3 s after release); Go2 standing on its joint PD (`scenes.quadruped`) and trotting in place (the PD's
-targets on a 0.4 s diagonal gait, `trot_reference`; measured from 2 s on, i.e. 2.5 gait cycles
-per 1000 steps; both simulators' times include the reference's evaluation, 3–5 µs of numpy,
-which ours calls inside its step and MuJoCo's control callback before mj_step); three G1 on the
-pyramid (`scenes.pyramid_with_robots`; chaotic: the two simulators' piles differ after the
-landing). Each scene first settles (default 2 s; G1 lying on either side 3 s, the robots on the
-pyramid 6 s), then ≥ 1000 steps are measured, ours and MuJoCo (elliptic cones,
-same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint PD (as MuJoCo
-position actuators with the same gains, rotor inertias and effort limits), settled the same
-time) in alternating blocks of 100 steps
-so that machine noise hits both alike. Per scene: contacts, ADMM iterations mean / p95 / max,
-% of steps at the iteration cap, the Newton polish's steps per step (mean), our step mean /
-median / p95, MuJoCo's mean / median, the
-ratio of the means, and our per-phase means. JSON and an iteration histogram under
-bench/results/. Settled states are cached there (`--fresh` resettles). Then our ADMM against
-Pinocchio's on the loaded pyramids saved in tests/data.
+backward; its legs creep apart on the floor for seconds) or after a fall on its side (rolled)
+and G1 falling (0.3 s after release); Go2 standing on its joint PD (`scenes.quadruped`) and
+trotting in place (the PD's targets on a 0.4 s diagonal gait, `trot_reference`; measured
+from 2 s on, i.e. 2.5 gait cycles per 1000 steps; both simulators' times include the reference's
+evaluation, 3–5 µs of numpy, which ours calls inside its step and MuJoCo's control callback
+before mj_step); three G1 on the pyramid (`scenes.pyramid_with_robots`; chaotic: the two
+simulators' piles differ after the landing). Each scene first settles (default 2 s; G1 lying on
+either side 3 s, the robots on the pyramid 6 s), then ≥ 1000 steps are measured, ours and MuJoCo
+(elliptic cones, same boxes, masses, URDF collision meshes (convex hulls), friction, dt, joint
+PD (as MuJoCo position actuators with the same gains, rotor inertias and effort limits), settled
+the same time) in alternating blocks of 100 steps so that machine noise hits both alike. Per
+scene: contacts, ADMM iterations mean / p95 / max, % of steps at the iteration cap, the Newton
+polish's steps per step (mean), our step mean / median / p95, MuJoCo's mean / median, the ratio
+of the means, and our per-phase means. JSON and an iteration histogram under bench/results/.
+Settled states are cached there (`--fresh` resettles). Then our ADMM against Pinocchio's on the
+loaded pyramids saved in tests/data.
 
     python bench/bench_step.py [--scenes ...] [--settle 2] [--steps 1000] [--quick]
 """
@@ -44,6 +44,7 @@ RESULTS = os.path.join(HERE, "results")
 DT, MU = 1e-3, 0.5
 G1_QUAT = (0.0, np.sin(0.3), 0.0, np.cos(0.3))   # pitched forward so it falls
 G1_BACK = (0.0, -np.sin(0.3), 0.0, np.cos(0.3))  # pitched backward: it lies on its back
+G1_SIDE = (np.sin(0.3), 0.0, 0.0, np.cos(0.3))   # rolled: it falls on its side
 
 
 def box_scene(shape, layers, half):
@@ -254,6 +255,8 @@ SCENES = {
     "g1_lying": (lambda: (g1_world(), g1_factory), 3.0, "G1 lying on the floor after a fall"),
     "g1_on_back": (lambda: (g1_world(G1_BACK), lambda: g1_factory(G1_BACK)), 3.0,
                    "G1 lying on its back after a fall (pitched backward)"),
+    "g1_on_side": (lambda: (g1_world(G1_SIDE), lambda: g1_factory(G1_SIDE)), 3.0,
+                   "G1 lying after a fall on its side (rolled)"),
     "g1_falling": (lambda: (g1_world(), g1_factory), 0.3, "G1 falling (transient: 0.3 s after release, then the steps)"),
     "go2_standing": (lambda: go2(False), 2.0, "Go2 standing, joint PD"),
     "go2_trotting": (lambda: go2(True), 2.0, "Go2 trotting in place (joint PD on a 0.4 s gait; 2 s, then the steps)"),

@@ -232,6 +232,8 @@ def test_next_warm_start_leaves_out_the_correction_of_the_incoming_velocity():
     assert held.iterations == 0 and calls == [1] and np.array_equal(held.warm_next, held.lam)
     with pytest.raises(ValueError, match="jv"):
         ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, jv=np.full(g.size, np.nan))
+    with pytest.raises(ValueError, match="jv"):     # a function's J v is checked by `warm_next_kernel`
+        ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, jv=lambda: np.full(g.size, np.nan))
 
 
 @pytest.mark.parametrize("name", ["square", "triangle_unit"])

@@ -662,7 +662,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
         lam[:] = x
         sigma[:] = z
-        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False)
+        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0)
     n_polish = 0
     fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
@@ -682,11 +682,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         n_polish += 1
         for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
             sw[r] = z[r] - s[r] if ncp else z[r]
-        rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
-                             fixed, lam, sigma)
+        rpol = polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
+                                   x, sw, fixed, fixed, False, lam, sigma)      # `polish_kernel`
         if rpol[0] <= tol:
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
-                               True)
+                               True, 0)
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
     # Newton from the warm start's modes, unless the warm start or its polish came within
@@ -798,7 +798,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 lam[:] = xw_p
                 sigma[:] = sw
                 return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
-                                   L, True)
+                                   L, True, 0)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton

@@ -179,7 +179,7 @@ def op_factor(dense, geo, fac, dn, dscal, dvec, vec):
         mf_factor(geo, fac, dscal, dvec, vec)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def op_spare_factor(dense, fac, dn):
     """A second factor storage of the same operator, (fac, dn) with the state's types: the
     damping-dependent arrays new (matrix-free: Hd, Ho, Dj, L, Y, Rv; explicit: C, d), the rest
@@ -231,7 +231,7 @@ def op_solve(dense, geo, fac, ws, dn, b, out):
         mf_solve(geo, fac, ws, b, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def op_diag(dense, geo, dn, out):
     """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`)."""
     if dense:

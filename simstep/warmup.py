@@ -376,8 +376,8 @@ def _solver_tail(problem):
     F2, M2, b = np.zeros((mem, m)), np.zeros((mem, mem)), np.zeros(mem)
     rc, yes, x = np.zeros(0), True, 0.0
     return [
-        (admm.polish_modes_kernel, (dense, geo, fac, ws, dn, kind, start, size, param, g, rc, yes, yes, x, x, f, f, i,
-                                    i, yes, f, f)),
+        (admm.polish_modes_into, (dense, geo, fac, ws, dn, kind, start, size, param, g, rc, yes, yes, x, x, f, f, i,
+                                  i, yes, f, f, np.zeros((5, m)))),
         (admm.anderson_update, (kind, start, size, param, g, f, f, f, f, f, f, f, x, x, yes, F2, F2, M2, f, f, f, f, f,
                                 M2, b, 0, 0, yes, yes, x)),
         (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),

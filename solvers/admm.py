@@ -217,7 +217,7 @@ def constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam, sigma):
         sigma[r] += g[r] + (Rc[r] * lam[r] if has_rc else 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam, sigma, s):
     """σ' = (G + R_c) λ + g + s(σ) (m/s); returns the Coulomb residual of (λ, σ')
     (`velocity_residual_kernel`: max velocity error, max |λ·σ'|)."""
@@ -229,7 +229,7 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
     return velocity_residual_kernel(kind, start, size, param, lam, sigma)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, delta, cols, col_of,
                ncols, sw, lam_out, sigma_out, steps):
     """One attempt of the active-set Newton polish (`newton_polish.active_newton_kernel`) from λ0:
@@ -353,6 +353,16 @@ def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc
     still holds the factorisation of the modes fixed_prev (m,), with the same δ, big and R_c)
     and the modes come out the same, that factorisation is used as it is (the matrix is the
     same one, so the result is the same to the bit)."""
+    return polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam,
+                             sigma, fixed, fixed_prev, factored, lam_out, sigma_out, np.empty((5, g.shape[0])))
+
+
+@njit(cache=True, _nrt=False)
+def polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam, sigma,
+                      fixed, fixed_prev, factored, lam_out, sigma_out, work):
+    """`polish_modes_kernel` on the caller's workspace work (5, m), compiled without numba's
+    reference counting (the operator's tuples are passed and unpacked without an atomic pair
+    per array: a fraction of the code to compile)."""
     m = g.shape[0]
     active_set_kernel(kind, start, size, param, lam, sigma, fixed)
     same = factored
@@ -362,14 +372,14 @@ def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc
                 same = False
                 break
     if not same:
-        dvec = np.empty(m)
+        dvec = work[0]
         for r in range(m):
             dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
         op_factor(dense, geo, fac, dn, 0.0, dvec, True)
-    cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, sigma, lam, lam_out)
-    s = np.empty(m)
+    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, sigma, lam, lam_out,
+                           work[2], work[3], work[4])
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
-                                     sigma_out, s)
+                                     sigma_out, work[1])
 
 
 @njit(cache=True, inline="always")
@@ -387,9 +397,15 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
     carries the fixed rows' coupling G_EF x_F = O(‖G‖² ‖x‖ / big), which failed the polish of
     G1 lying on the floor where this one succeeds (tried: 1.2 → 1.4 iterations a step)."""
     m = lam.shape[0]
-    b = np.empty(m)
-    x = np.empty(m)
-    y = np.empty(m)
+    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out,
+                           np.empty(m), np.empty(m), np.empty(m))
+
+
+@njit(cache=True, inline="always")
+def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out, b, x,
+                           y):
+    """`cancel_velocities_kernel` on the caller's workspaces b, x, y (m,)."""
+    m = lam.shape[0]
     for r in range(m):
         b[r] = 0.0 if fixed[r] else vel[r]
     op_solve(dense, geo, fac, ws, dn, b, x)
@@ -673,10 +689,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
         lam[:] = x
         sigma[:] = z
-        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False)
+        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0)
     n_polish = 0
     fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
+    pw = np.empty((5, m))        # the polish's workspace (`polish_modes_into`)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
     # the active-set Newton polish (`newton_polish`): its columns of G kept for the whole solve
     newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
@@ -693,11 +710,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         n_polish += 1
         for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
             sw[r] = z[r] - s[r] if ncp else z[r]
-        rpol = polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, x, sw,
-                             fixed, lam, sigma)
+        rpol = polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
+                                 x, sw, fixed, fixed, False, lam, sigma, pw)      # `polish_kernel`
         if rpol[0] <= tol:
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
-                               True)
+                               True, 0)
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
     # Newton from the warm start's modes, unless the warm start or its polish came within
@@ -803,13 +820,13 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 yp[r] = sc[r] * y[r]
             constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, yp, sw)
             fixed_prev[:] = fixed    # the modes the operator's storage is factored for (if n_polish > 1)
-            rpol = polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta,
-                                       big, yp, sw, fixed, fixed_prev, n_polish > 1, xw_p, sw)
+            rpol = polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta,
+                                     big, yp, sw, fixed, fixed_prev, n_polish > 1, xw_p, sw, pw)
             if rpol[0] <= tol:
                 lam[:] = xw_p
                 sigma[:] = sw
                 return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
-                                   L, True)
+                                   L, True, 0)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton

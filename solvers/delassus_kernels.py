@@ -118,7 +118,8 @@ def gather_kernel(rows, acc, qdd, y):
         y[r] = s
 
 
-@njit(cache=True)
+# _nrt=True stated: `minv_kernel` allocates (see `dense_factor`)
+@njit(cache=True, _nrt=True)
 def matvec_kernel(jint, S, U, Dinv, rows, x, y, fext, tau, qdd, acc, pA):
     """Λ⁻¹ x = J M⁻¹ Jᵀ x in two sweeps (paper 000 Alg. 1–3 merged, Sec. IV-D): the constraint
     forces initialise the backward force sweep of the bias-free ABA (Alg. 2) and the link
@@ -129,7 +130,8 @@ def matvec_kernel(jint, S, U, Dinv, rows, x, y, fext, tau, qdd, acc, pA):
     gather_kernel(rows, acc, qdd, y)
 
 
-@njit(cache=True)
+# _nrt=True stated: `minv_kernel` allocates (see `dense_factor`)
+@njit(cache=True, _nrt=True)
 def jt_minv_kernel(jint, S, U, Dinv, rows, x, fext, tau, qdd, acc, pA):
     """q̈ = M⁻¹ Jᵀ x (Alg. 1 merged into Alg. 2)."""
     scatter_kernel(rows, x, fext, tau)
@@ -213,7 +215,9 @@ def mf_matvec(geo, ws, x, out):
     matvec_kernel(jint, S, U, Dinv, rows, x, out, fext, tau, qdd, acc, pA)
 
 
-@njit(cache=True, inline="always")
+# _nrt=True stated: it allocates, and numba compiles a callee whose options do not say with the NRT setting of
+# its first caller, which may be a kernel compiled without it (`solvers.admm.polish_modes_into`)
+@njit(cache=True, _nrt=True)
 def dense_factor(dn, dscal, dvec, vec):
     """C = chol(G + diag d) (lower), the explicit baseline's damped factorisation (O(m³))."""
     G, C, d, t = dn

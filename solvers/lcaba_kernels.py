@@ -74,7 +74,8 @@ def _contact_block(b1, b2, f, Rv, r0, slot, Hd, Ho, W, A, B):
                 Ho[slot, a, b] -= B[a, b]
 
 
-@njit(cache=True)
+# _nrt=True stated: it allocates (see `delassus_kernels.dense_factor`)
+@njit(cache=True, _nrt=True)
 def damped_inertias_kernel(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof,
                            Hd, Ho, Dj):
     """Constraint inertias of paper 000 Alg. 4 lines 1–11 for R = diag(Rv), row by row:
@@ -273,7 +274,8 @@ def _parent_block_add(C0, Hi, coupled, out):
             out[a, b] += v
 
 
-@njit(cache=True)
+# _nrt=True stated: it allocates (see `delassus_kernels.dense_factor`)
+@njit(cache=True, _nrt=True)
 def lcaba_factor_kernel(jint, S, use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr,
                         pair_ptr, pair_slot, pair_tr, Hd, Ho, Dj, L, Y):
     """Backward sweep of the loop-constrained ABA on M_R = M + Jᵀ R J (paper 000 Alg. 4,

@@ -319,7 +319,8 @@ def _update_modes(kind, start, param, g, rows, cols, col_of, mode, theta, gamma,
     return changed
 
 
-@njit(cache=True)
+# _nrt=True stated: it allocates (see `delassus_kernels.dense_factor`)
+@njit(cache=True, _nrt=True)
 def active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sigma0, max_steps,
                          delta, cols, col_of, ncols, lam):
     """The module's active-set Newton from impulses λ0 and their velocities σ0 = (G + R_c) λ0 + g

@@ -179,7 +179,7 @@ def op_factor(dense, geo, fac, dn, dscal, dvec, vec):
         mf_factor(geo, fac, dscal, dvec, vec)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def op_spare_factor(dense, fac, dn):
     """A second factor storage of the same operator, (fac, dn) with the state's types: the
     damping-dependent arrays new (matrix-free: Hd, Ho, Dj, L, Y, Rv; explicit: C, d), the rest
@@ -197,7 +197,7 @@ def op_spare_factor(dense, fac, dn):
     return f2, dn2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def op_refactor(dense, geo, fac, dn, Rc, has_rc, d, sc, scaled, dvec):
     """Factor an ADMM's damping d I (d = μ_prox + τρ, units of G) in the iteration's variables:
     d on G (+ R_c), or on the scaled G̃ = S G S (S = diag(sc), `solvers.admm.scale_kernel`),
@@ -231,7 +231,7 @@ def op_solve(dense, geo, fac, ws, dn, b, out):
         mf_solve(geo, fac, ws, b, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def op_diag(dense, geo, dn, out):
     """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`)."""
     if dense:
@@ -245,7 +245,7 @@ def op_diag(dense, geo, dn, out):
                                  np.empty((jint.shape[0], 6, 6)), out)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def op_jt_minv(dense, geo, ws, lam, out):
     """out (nv,) = M⁻¹ Jᵀ λ, the joint velocity change of impulses λ, on the matrix-free side
     (paper 000 Alg. 1 merged into Alg. 2); returns False (out untouched) on the explicit side,

@@ -447,6 +447,14 @@ def test_anderson_step_is_the_least_squares_mixture():
     assert not spd_solve(-np.eye(3), np.ones(3))
 
 
+def sliding_speeds(G, g, blocks, lam):
+    """Slip speeds ‖σ_t‖ (m/s) of the contacts whose impulse λ lies on its friction cone's boundary."""
+    sig = G @ lam + g
+    return [np.hypot(*sig[s.start:s.start + 2]) for kind, s, mu in blocks
+            if kind == "cone" and lam[s.start + 2] > 0 and
+            np.hypot(*lam[s.start:s.start + 2]) >= mu * lam[s.start + 2] * (1 - 1e-6)]
+
+
 def test_creeping_arm_of_a_lying_humanoid_is_a_near_null_mode():
     """A step saved from G1 lying on the floor (tests/data/problem_g1_lying_creep.npz: 18 contacts
     and 3 joint limits, 57 rows; the settled state of an older release stepped with hull patches
@@ -469,10 +477,7 @@ def test_creeping_arm_of_a_lying_humanoid_is_a_near_null_mode():
     r = ADMMSolver(ADMMSettings(max_iter=3000)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
     assert r.converged and r.iterations > 100
     assert kkt_violation(G, g, blocks, r.lam) < 2e-6
-    sig = G @ r.lam + g
-    slips = [np.hypot(*sig[s.start:s.start + 2]) for kind, s, mu in blocks
-             if kind == "cone" and r.lam[s.start + 2] > 0 and
-             np.hypot(*r.lam[s.start:s.start + 2]) >= mu * r.lam[s.start + 2] * (1 - 1e-6)]
+    slips = sliding_speeds(G, g, blocks, r.lam)
     assert sum(1e-6 < v < 1e-4 for v in slips) >= 3
 
 
@@ -502,10 +507,7 @@ def test_humanoid_on_its_back_creeps_on_nearly_degenerate_modes(stem):
     r = ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
     assert r.converged and r.iterations > 100
     assert kkt_violation(G, g, blocks, r.lam) < 2e-6
-    sig = G @ r.lam + g
-    slips = [np.hypot(*sig[s.start:s.start + 2]) for kind, s, mu in blocks
-             if kind == "cone" and r.lam[s.start + 2] > 0 and
-             np.hypot(*r.lam[s.start:s.start + 2]) >= mu * r.lam[s.start + 2] * (1 - 1e-6)]
+    slips = sliding_speeds(G, g, blocks, r.lam)
     assert sum(1e-6 < v < 1e-3 for v in slips) >= 5
 
 

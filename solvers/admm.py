@@ -342,27 +342,19 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     only the part of λ in the range of G moves, by the least-squares step that zeroes the
     velocities. δ (0.1 μ_prox) bounds the velocity error it leaves. Writes λ_out = Π_K(λ + Δ)
     and σ'_out; returns their Coulomb residual (`velocity_residual_kernel`)."""
-    return polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam,
-                               sigma, fixed, fixed, False, lam_out, sigma_out)
-
-
-@njit(cache=True)
-def polish_modes_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam, sigma,
-                        fixed, fixed_prev, factored, lam_out, sigma_out):
-    """`polish_kernel`, which factors only when needed: if `factored` (the operator's storage
-    still holds the factorisation of the modes fixed_prev (m,), with the same δ, big and R_c)
-    and the modes come out the same, that factorisation is used as it is (the matrix is the
-    same one, so the result is the same to the bit)."""
     return polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam,
-                             sigma, fixed, fixed_prev, factored, lam_out, sigma_out, np.empty((5, g.shape[0])))
+                             sigma, fixed, fixed, False, lam_out, sigma_out, np.empty((5, g.shape[0])))
 
 
 @njit(cache=True, _nrt=False)
 def polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big, lam, sigma,
                       fixed, fixed_prev, factored, lam_out, sigma_out, work):
-    """`polish_modes_kernel` on the caller's workspace work (5, m), compiled without numba's
-    reference counting (the operator's tuples are passed and unpacked without an atomic pair
-    per array: a fraction of the code to compile)."""
+    """`polish_kernel` on the caller's workspace work (5, m), which factors only when needed: if
+    `factored` (the operator's storage still holds the factorisation of the modes fixed_prev
+    (m,), with the same δ, big and R_c) and the modes come out the same, that factorisation is
+    used as it is (the matrix is the same one, so the result is the same to the bit). Compiled
+    without numba's reference counting (the operator's tuples are passed and unpacked without
+    an atomic pair per array: a fraction of the code to compile)."""
     m = g.shape[0]
     active_set_kernel(kind, start, size, param, lam, sigma, fixed)
     same = factored
@@ -435,10 +427,7 @@ def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam
     g_rest alone: the impulse of the equilibrium the step settles into. The polish's change is
     linear in σ_E (`cancel_velocities_kernel`) and σ contains jv, so taking jv's share back out
     is the change that cancels −jv."""
-    total = 0.0
-    for r in range(jv.shape[0]):
-        total += jv[r]
-    if not math.isfinite(total):
+    if not models.kinematics.all_finite(jv):
         return False
     cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, Rc,
                              has_rc, fixed, -jv, lam, out)
@@ -980,8 +969,8 @@ class ADMMSolver:
         hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)
         dv = np.empty(model.nv) if model is not None else _EMPTY
-        k = admm_kernel(state, kind, start, size, param, g, _EMPTY if Rc is None else Rc, Rc is not None,
-                        x0, use_x0, prm, lam, sigma, fixed, hist, dv)
+        rc, has_rc = (_EMPTY, False) if Rc is None else (Rc, True)     # the kernels' compliance arguments
+        k = admm_kernel(state, kind, start, size, param, g, rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv)
         it, rho, L_used = k.iterations, k.rho, k.eigenvalue_used
         if it < 0:
             raise ValueError("g contains NaN or inf")
@@ -989,8 +978,7 @@ class ADMMSolver:
         if k.polished and jv is not None:
             jv = _checked_jv(jv(), m, check_finite=False) if callable(jv) else jv
             warm_next = np.empty(m)
-            if not warm_next_kernel(state, kind, start, size, param, _EMPTY if Rc is None else Rc, Rc is not None,
-                                    fixed, jv, lam, warm_next):
+            if not warm_next_kernel(state, kind, start, size, param, rc, has_rc, fixed, jv, lam, warm_next):
                 raise ValueError(f"jv must be finite with shape ({m},)")
         if hasattr(op, "mark_factored") and (k.polish_solves > 0 if st.polish else it > 0):
             op.mark_factored()   # the operator's storage holds the last polish's (or the iterations') factors

@@ -92,3 +92,133 @@ def compile_without_cfunc_wrappers():
 
 compile_without_literals()
 compile_without_cfunc_wrappers()
+
+
+# ---------------------------------------------------------------- linking large kernels by reference
+_LINK_MIN_BLOCKS = 24       # a kernel this large (basic blocks) is called, not copied, by its callers
+_KERNELS = {}               # symbol -> (module, qualname, signature) of this project's compiled kernels
+
+
+class _StaleDependency(Exception):
+    """A cached library's external kernel could not be loaded with the signature it was built for."""
+
+
+def _dispatcher(module, qualname):
+    import importlib
+    if "<locals>" in qualname:
+        return None
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if hasattr(obj, "overloads") else None
+
+
+def link_large_kernels_by_reference():
+    """Link a large kernel into its callers by reference instead of copying its code.
+
+    numba links the LLVM module of every kernel a kernel calls into the caller's module (with
+    `linkonce_odr` linkage), so LLVM optimises and emits each callee again in every caller (a
+    kernel three calls deep four times). A large kernel is not inlined by LLVM anyway, so its copy
+    only costs compile time: in the module a kernel offers its callers (numba's
+    `_get_module_for_linking`) this project's kernels of at least `_LINK_MIN_BLOCKS` basic blocks
+    are marked `available_externally`: LLVM still sees their bodies (for inlining decisions and
+    attributes) but drops them before emitting code, and the callers call the callee's own
+    compiled code in numba's JIT. A cached library records the kernels it calls this way
+    (module, qualname, signature, symbol); loading it from the cache first loads (or compiles)
+    them and maps the recorded symbols to their code (a kernel compiled in another process has
+    another symbol name), or treats the entry as a cache miss if a signature changed."""
+    import llvmlite.binding as ll
+    from numba.core import caching, codegen, dispatcher
+
+    lib = codegen.CPUCodeLibrary
+    if getattr(lib._get_module_for_linking, "_by_reference", False):
+        return
+
+    add_overload = dispatcher.Dispatcher.add_overload
+
+    def _add_overload(self, cres):
+        add_overload(self, cres)
+        f = self.py_func
+        if _own(f) and cres.fndesc is not None:
+            _KERNELS[cres.fndesc.mangled_name] = (f.__module__, f.__qualname__, cres.signature)
+
+    dispatcher.Dispatcher.add_overload = _add_overload
+
+    get_module = lib._get_module_for_linking
+
+    def _get_module_for_linking(self):
+        if self._shared_module is not None:
+            return self._shared_module
+        mod = get_module(self)
+        if mod is self._final_module:
+            return mod
+        for fn in mod.functions:
+            if fn.is_declaration or fn.name not in _KERNELS or fn.linkage != ll.Linkage.linkonce_odr:
+                continue
+            n = 0
+            for _ in fn.blocks:
+                n += 1
+                if n >= _LINK_MIN_BLOCKS:
+                    fn.linkage = "available_externally"
+                    break
+        return mod
+
+    _get_module_for_linking._by_reference = True
+    lib._get_module_for_linking = _get_module_for_linking
+
+    serialize = lib.serialize_using_object_code
+
+    def serialize_using_object_code(self):
+        name, kind, data = serialize(self)
+        deps = []
+        for fn in self._final_module.functions:
+            if fn.is_declaration and fn.name in _KERNELS:
+                deps.append((fn.name,) + _KERNELS[fn.name])
+        return name, kind, data + (tuple(deps),)
+
+    lib.serialize_using_object_code = serialize_using_object_code
+
+    unserialize = lib._unserialize.__func__
+
+    def _unserialize(cls, codegen_, state):
+        name, kind, data = state
+        if kind == "object" and len(data) == 3:
+            for symbol, module, qualname, sig in data[2]:
+                _load_dependency(symbol, module, qualname, sig)
+            state = (name, kind, data[:2])
+        return unserialize(cls, codegen_, state)
+
+    lib._unserialize = classmethod(_unserialize)
+
+    def _load_dependency(symbol, module, qualname, sig):
+        if symbol in _KERNELS:
+            return
+        disp = _dispatcher(module, qualname)
+        if disp is None:
+            raise _StaleDependency(symbol)
+        try:
+            disp.compile(sig.args)
+        except Exception as e:
+            raise _StaleDependency(symbol) from e
+        cres = disp.overloads.get(tuple(sig.args))
+        if cres is None or cres.signature != sig:
+            raise _StaleDependency(symbol)
+        own = cres.fndesc.mangled_name
+        if own != symbol:
+            ll.add_symbol(symbol, cres.library.get_pointer_to_function(own))
+            _KERNELS[symbol] = _KERNELS.get(own, (module, qualname, sig))
+
+    rebuild = caching.CompileResultCacheImpl.rebuild
+
+    def _rebuild(self, target_context, payload):
+        try:
+            return rebuild(self, target_context, payload)
+        except _StaleDependency:
+            return None
+
+    caching.CompileResultCacheImpl.rebuild = _rebuild
+
+
+link_large_kernels_by_reference()

@@ -54,3 +54,40 @@ def test_project_kernels_compile_without_cfunc_wrapper():
     ir_own = own.overloads[own.signatures[0]].library.get_llvm_str()
     ir_other = other.overloads[other.signatures[0]].library.get_llvm_str()
     assert "cfunc." in ir_other and "cfunc." not in ir_own
+
+
+_BY_REFERENCE = """
+import sys, numpy as np, scenes, models
+from models import dynamics
+model = scenes.SCENES["humanoid"][0]().model
+q = model.neutral()
+v = np.linspace(-1, 1, model.nv)
+qdd = models.aba(model, q, v, np.linspace(1, 2, model.nv))
+lib = dynamics.aba_kernel.overloads[dynamics.aba_kernel.signatures[0]].library
+cres = dynamics.aba_factor_kernel.overloads[dynamics.aba_factor_kernel.signatures[0]]
+print(qdd.tobytes().hex())
+print(dynamics.aba_kernel.stats.cache_hits.total())
+if sys.argv[1] == "fresh":   # the factor is called, not copied: a declaration in aba_kernel's module
+    fn = lib._final_module.get_function(cres.fndesc.mangled_name)
+    print(int(fn.is_declaration))
+"""
+
+
+def test_large_callees_linked_by_reference_and_reloaded_from_the_cache(tmp_path):
+    # aba_kernel calls aba_factor_kernel (large) by reference; a fresh process loads aba_kernel
+    # from the cache with its callee and computes the same bits
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=root)
+
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", _BY_REFERENCE, mode], env=env, cwd=root,
+                             capture_output=True, text=True, check=True).stdout.split()
+        return out
+
+    fresh, cached = run("fresh"), run("cached")
+    assert fresh[0] == cached[0]
+    assert fresh[1] == "0" and cached[1] == "1"
+    assert fresh[2] == "1"

@@ -97,6 +97,8 @@ compile_without_cfunc_wrappers()
 
 # ---------------------------------------------------------------- linking large kernels by reference
 _LINK_MIN_BLOCKS = 24       # a kernel this large (basic blocks) is called, not copied, by its callers
+_LINK_TESTED = ("0.68.", "0.50.")   # numba, llvmlite versions (prefixes) it is applied on
+LINKED_BY_REFERENCE = False
 _KERNELS = {}               # symbol -> (module, qualname, signature) of this project's compiled kernels
 
 
@@ -129,13 +131,21 @@ def link_large_kernels_by_reference():
     compiled code in numba's JIT. A cached library records the kernels it calls this way
     (module, qualname, signature, symbol); loading it from the cache first loads (or compiles)
     them and maps the recorded symbols to their code (a kernel compiled in another process has
-    another symbol name), or treats the entry as a cache miss if a signature changed."""
+    another symbol name), or treats the entry as a cache miss if a signature changed. It patches
+    numba's internals, so it is applied only on the numba and llvmlite versions it was tested on
+    (`_LINK_TESTED`); on others numba links as usual (`LINKED_BY_REFERENCE` False)."""
+    global LINKED_BY_REFERENCE
+    import llvmlite
     import llvmlite.binding as ll
+    import numba
     from numba.core import caching, codegen, dispatcher
 
+    if not (numba.__version__.startswith(_LINK_TESTED[0]) and llvmlite.__version__.startswith(_LINK_TESTED[1])):
+        return                   # numba's internals patched here are checked on these versions only
     lib = codegen.CPUCodeLibrary
     if getattr(lib._get_module_for_linking, "_by_reference", False):
         return
+    LINKED_BY_REFERENCE = True
 
     add_overload = dispatcher.Dispatcher.add_overload
 

@@ -2,6 +2,7 @@
 once per plain signature, and callees without a module (generated functions, e.g. a
 structref constructor) still compile."""
 import numpy as np
+import pytest
 from numba import njit
 
 import models  # noqa: F401  (installs compile_without_literals)
@@ -79,6 +80,9 @@ def test_large_callees_linked_by_reference_and_reloaded_from_the_cache(tmp_path)
     import os
     import subprocess
     import sys
+    from models import jitcache
+    if not jitcache.LINKED_BY_REFERENCE:
+        pytest.skip("numba or llvmlite not of the versions the linking by reference is applied on")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=root)
 

@@ -124,6 +124,11 @@ class ADMMSettings:
     newton_steps: int = 30           # its Newton steps per attempt (after the warm and the iterations' polishes)
     newton_warm: float = 100.0       # Newton from the warm start only if its polish left > newton_warm · tol
 
+    def __setattr__(self, name, value):
+        # every change counts, so a solver rewrites its compiled copy (`ADMMSolver._static`)
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_version", self.__dict__.get("_version", 0) + 1)
+
     def check(self):
         if not (self.max_iter >= 1 and self.eps_abs >= 0 and self.eps_rel >= 0 and self.eps_abs + self.eps_rel > 0):
             raise ValueError("ADMM needs max_iter ≥ 1 and a positive tolerance")
@@ -598,6 +603,10 @@ names; eps_abs in m/s (the tolerance is eps_abs + eps_rel max|g|), L = λ_max(G)
 smallest damping μ_prox + min R_c, L_scaled λ_max(S G S) if known else 0, anderson the memory,
 0: off; newton_rows, newton_steps the Newton polish's limits (0 rows: off), newton_warm its
 threshold after the warm start's polish (in tolerances)."""
+# float64 indices of the fields `ADMMSolver._write_params` writes at each solve (align=True keeps
+# every float field on an 8-byte boundary)
+_PRM_RHO_POWER, _PRM_L, _PRM_RHO_MIN, _PRM_L_SCALED = (SolveParams.fields[n][1] // 8
+                                                      for n in ("rho_power", "L", "rho_min", "L_scaled"))
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change",
@@ -916,7 +925,9 @@ class ADMMSolver:
         self.settings.check()
         self.rho_power = self.settings.rho_power
         self._scaled_eig = (None, 0.0)
-        self._params = np.zeros(1, SolveParams)    # the kernel's settings, rewritten at each solve
+        self._params = np.zeros(1, SolveParams)    # the kernel's settings (`_write_params`)
+        self._params_f = self._params.view(np.float64)   # its float fields by offset, written at each solve
+        self._params_key = None                   # (settings, their version, record) the record holds
 
     def solve(self, op, g=None, cones: ConeSet = None, compliance=None, x0=None, record=False, max_eigenvalue=None,
               jv=None):
@@ -930,12 +941,12 @@ class ADMMSolver:
         only when it is needed. The result's warm_next is the warm start for the next time
         step: λ, or after an accepted polish and with jv given, λ without the correction of jv
         (`warm_next_kernel`)."""
+        t0 = time.perf_counter()
         if g is None and cones is None:          # a step's problem
             p = op
-            return self.solve(p.op, p.g, p.cones, compliance=p.compliance, x0=p.x0, record=record,
-                              max_eigenvalue=p.max_eigenvalue, jv=p.jv)
+            op, g, cones, compliance, x0, max_eigenvalue, jv = p.op, p.g, p.cones, p.compliance, p.x0, \
+                p.max_eigenvalue, p.jv
         st = self.settings
-        t0 = time.perf_counter()
         g = np.ascontiguousarray(g, dtype=float)
         m = g.shape[0]
         if cones.m != m:
@@ -964,13 +975,7 @@ class ADMMSolver:
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
         if jv is not None and not callable(jv):
             jv = _checked_jv(jv, m)
-        prm = self._params
-        prm[0] = (int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", bool(record), bool(st.polish),
-                  int(st.eig_iters), float(st.tau), float(st.mu_prox), float(st.eps_abs), float(st.eps_rel),
-                  float(st.ratio_primal_dual),
-                  float(self.rho_power), float(st.rho_power_factor), L, float(mm), float(st.relaxation),
-                  float(st.scaling), float(L_scaled), int(st.anderson), int(st.newton_rows), int(st.newton_steps),
-                  float(st.newton_warm))
+        prm = self._write_params(st, bool(record), L, mm, L_scaled)
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)
@@ -994,10 +999,27 @@ class ADMMSolver:
             if st.keep_rho_power:
                 self.rho_power = math.log(rho / math.sqrt(L_used * mm)) / math.log(max(L_used / mm, 1.0 + 1e-12))
         history = [tuple(h) for h in hist[:it]] if record else []
-        return ADMMResult(lam=lam, sigma=sigma, iterations=int(it), converged=k.converged,
-                          primal_residual=k.primal_residual, dual_residual=k.dual_residual,
-                          complementarity=k.complementarity, rho=rho, rho_updates=k.rho_updates, max_eigenvalue=L,
-                          warm_started=k.warm_started, time=time.perf_counter() - t0,
-                          velocity_residual=k.velocity_residual, polish_solves=k.polish_solves, history=history,
-                          warm_next=warm_next, velocity_change=dv if k.velocity_change else None,
-                          newton_steps=k.newton_steps)
+        # positional (a third of the keyword call's cost), in the fields' order
+        return ADMMResult(lam, sigma, int(it), k.converged, k.primal_residual, k.dual_residual, k.complementarity,
+                          rho, k.rho_updates, L, k.warm_started, time.perf_counter() - t0, k.velocity_residual,
+                          k.polish_solves, history, warm_next, dv if k.velocity_change else None, k.newton_steps)
+
+    def _write_params(self, st, record, L, rho_min, L_scaled):
+        """The kernel's `SolveParams` record (1,): the settings' fields rewritten only when the
+        settings (or record) changed since the last solve (a record's assignment costs about
+        0.7 µs), the solve's own numbers (ρ's exponent, L, rho_min, L_scaled) written through a
+        float64 view of it."""
+        prm, f = self._params, self._params_f
+        key = self._params_key
+        if key is None or key[0] is not st or key[1] != st._version or key[2] != record:
+            prm[0] = (int(st.max_iter), bool(st.ncp), st.update_rule == "osqp", record, bool(st.polish),
+                      int(st.eig_iters), float(st.tau), float(st.mu_prox), float(st.eps_abs), float(st.eps_rel),
+                      float(st.ratio_primal_dual), 0.0, float(st.rho_power_factor), 0.0, 0.0, float(st.relaxation),
+                      float(st.scaling), 0.0, int(st.anderson), int(st.newton_rows), int(st.newton_steps),
+                      float(st.newton_warm))
+            self._params_key = (st, st._version, record)
+        f[_PRM_RHO_POWER] = self.rho_power
+        f[_PRM_L] = L
+        f[_PRM_RHO_MIN] = rho_min
+        f[_PRM_L_SCALED] = L_scaled
+        return prm

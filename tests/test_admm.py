@@ -176,6 +176,27 @@ def test_iteration_cap_is_reported():
     assert np.isfinite(res.lam).all() and res.primal_residual > 0
 
 
+def test_settings_changed_between_solves_reach_the_kernel():
+    """The solver keeps its compiled record of the settings between solves (`_write_params`):
+    a setting changed on a live solver, or a new settings object, must reach the next solve
+    exactly as on a fresh solver with those settings."""
+    rng = np.random.default_rng(3)
+    G, g, cs, blocks = random_mixed_problem(rng)
+    solver = ADMMSolver(eps_abs=1e-10, eps_rel=1e-9, keep_rho_power=False)
+    first = solver.solve(DenseOp(G), g, cs)
+    assert first.converged and first.iterations > 3
+    solver.settings.max_iter = 3
+    capped = solver.solve(DenseOp(G), g, cs, record=True)
+    assert not capped.converged and capped.iterations == 3 and len(capped.history) == 3
+    solver.settings.max_iter, solver.settings.anderson = 5000, 0
+    again = solver.solve(DenseOp(G), g, cs)
+    fresh = ADMMSolver(eps_abs=1e-10, eps_rel=1e-9, keep_rho_power=False, anderson=0).solve(DenseOp(G), g, cs)
+    assert again.converged and not again.history
+    assert again.iterations == fresh.iterations and np.array_equal(again.lam, fresh.lam)
+    solver.settings = ADMMSettings(eps_abs=1e-10, eps_rel=1e-9, keep_rho_power=False)
+    assert np.array_equal(solver.solve(DenseOp(G), g, cs).lam, first.lam)
+
+
 def test_operator_with_only_matvec():
     """An operator offering only ``matvec`` (no λ_max estimate, no compiled state): the solve
     runs on its explicit G (built from m products) with λ_max from the same Lanczos, and gives

@@ -401,7 +401,7 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
                            np.empty(m), np.empty(m), np.empty(m))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, _nrt=False)
 def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out, b, x,
                            y):
     """`cancel_velocities_kernel` on the caller's workspaces b, x, y (m,)."""

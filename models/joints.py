@@ -81,7 +81,7 @@ def joint_subspace_local_into(jtype, axis, k, s):
             s[5] = 1.0
 
 
-@njit(**_JIT)
+@njit(cache=True)       # not inlined: a kernel of its own, called by integrate_kernel and advance_kernel
 def joint_integrate(jtype, q, iq, v, iv, dt, out):
     """out[iq:iq+nq] = q ⊕ dt v for one joint: exact exponential map on SE(3), SO(3), SE(2)."""
     if jtype == REVOLUTE or jtype == PRISMATIC:

@@ -21,18 +21,21 @@ Around the iterations (`admm_kernel`):
   contact of the warm start slips faster than 100 tol (`boundary_slip`, `SLIP_POLISH`): the
   polish holds its impulse fixed, so it cannot succeed. Retried from the iterate's modes at
   iterations 10, 20, 40, 80;
-- Newton polish (`newton_polish.active_newton_kernel`, setting ``newton_rows``, default 96): the
-  contact law solved on guessed modes with sliding contacts too (a sliding contact's force angle
-  and slip speed as unknowns), by Newton's method on the dense block of the active rows, with
-  mode corrections; tried from the warm start after its polish (if that left more than
+- Newton polish (`newton_polish.ssn_kernel`, setting ``newton_rows``, default 96): the contact
+  law solved by a semismooth Newton on the smoothed Alart–Curnier equations (every contact's
+  mode from the iterate at every step, sliding included), on the dense block of the rows not
+  clearly separated; tried from the warm start after its polish (if that left more than
   ``newton_warm`` = 100 tol) or when λ = 0 beat the warm start (an impact: its largest error
   exceeds zero's while its modes are mostly right), and after each of the iterate's polishes (at
   most four attempts in all: iterations 10, 20, 40, and 80 without a warm start), when the
   active rows number at most ``newton_rows``; accepted only if it meets the stopping test
   below. A falling robot's contacts mostly slide, which the polish above cannot finish: on 1000
-  recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations are 3.1 mean
-  (median 1, p95 10, 87% of the solves within one), the Newton steps averaging 11.6 (accepted
-  or not), against 39.9 mean (p95 80) without it;
+  recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations were 3.1 mean
+  (median 1, p95 10, 87% of the solves within one) with the former active-set Newton
+  (`newton_polish.active_newton_kernel`), the Newton steps averaging 11.6 (accepted or not),
+  against 39.9 mean (p95 80) without it. G1 lying on its back (600 recorded steps, creeping
+  contacts near the stick–slip transition, where the active-set Newton cycles): 40.4 → 1.5
+  iterations mean (p95 158 → 10) and 43.9 → 8.8 Newton steps with the semismooth Newton;
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse
@@ -88,7 +91,7 @@ from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
 from . import newton_polish as _newton_polish
-from .newton_polish import active_newton_kernel
+from .newton_polish import active_newton_kernel, ssn_kernel
 
 # admm_kernel compiles in the operator and cone kernels
 drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__,
@@ -239,14 +242,14 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
 
 @njit(cache=True, _nrt=False)
 def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, delta, cols, col_of,
-               ncols, sw, lam_out, sigma_out, steps):
+               ncols, sw, lam_out, sigma_out, steps, tol):
     """One attempt of the active-set Newton polish (`newton_polish.active_newton_kernel`) from λ0:
     σ0 = (G + R_c) λ0 + g into the workspace sw, the Newton solve into λ_out, and if it succeeded
     σ'_out and the Coulomb residual of (λ_out, σ'_out). Adds its Newton steps to steps[0];
     returns (ncols, success, (residual, complementarity))."""
     constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam0, sw)
-    k, good, ncols = active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sw,
-                                          max_steps, delta, cols, col_of, ncols, lam_out)
+    k, good, ncols = ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sw, max_steps, tol,
+                                cols, col_of, ncols, lam_out)
     steps[0] += k
     r = (np.inf, np.inf)
     if good:
@@ -729,7 +732,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         n_newton_tries += 1
         xw_n = np.empty(m)
         nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw,
-                                        sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps)
+                                        sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps, tol)
         if good and rnw[0] <= tol:
             lam[:] = xw_n
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
@@ -835,7 +838,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 n_newton_tries += 1
                 nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
                                                 sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_p, sigma,
-                                                nw_steps)
+                                                nw_steps, tol)
                 if good and rnw[0] <= tol:
                     lam[:] = xw_p
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,

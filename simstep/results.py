@@ -24,7 +24,7 @@ def max_penetration(distance):
 class StepStats:
     """Statistics of the last step (times in seconds)."""
     iterations: int = 0
-    newton_steps: int = 0              # steps of the ADMM's active-set Newton polish (`solvers.newton_polish`)
+    newton_steps: int = 0              # steps of the ADMM's semismooth Newton polish (`solvers.newton_polish`)
     converged: bool = True
     primal_residual: float = 0.0
     dual_residual: float = 0.0

@@ -383,7 +383,7 @@ def _solver_tail(problem):
         (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),
         (opstate.op_max_eigenvalue, (dense, geo, ws, dn, f, 0)),
         (admm.newton_try, (dense, geo, ws, dn, kind, start, size, param, g, rc, yes, yes, f, 0, x, np.zeros((1, m)), i,
-                           0, f, f, f, np.zeros(1, np.int64), x)),
+                           0, f, f, f, np.zeros(1, np.int64))),
     ]
 
 

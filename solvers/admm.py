@@ -31,11 +31,11 @@ Around the iterations (`admm_kernel`):
   active rows number at most ``newton_rows``; accepted only if it meets the stopping test
   below. A falling robot's contacts mostly slide, which the polish above cannot finish: on 1000
   recorded G1-falling problems (`bench/bench_replay.py`) the ADMM iterations were 3.1 mean
-  (median 1, p95 10, 87% of the solves within one) with the former active-set Newton
-  (`newton_polish.active_newton_kernel`), the Newton steps averaging 11.6 (accepted or not),
-  against 39.9 mean (p95 80) without it. G1 lying on its back (600 recorded steps, creeping
-  contacts near the stick–slip transition, where the active-set Newton cycles): 40.4 → 1.5
-  iterations mean (p95 158 → 10) and 43.9 → 8.8 Newton steps with the semismooth Newton;
+  (median 1, p95 10, 87% of the solves within one) with the former active-set Newton, the
+  Newton steps averaging 11.6 (accepted or not), against 39.9 mean (p95 80) without it. G1
+  lying on its back (600 recorded steps, creeping contacts near the stick–slip transition, where
+  the active-set Newton cycled): 40.4 → 1.5 iterations mean (p95 158 → 10) and 43.9 → 8.8
+  Newton steps with the semismooth Newton;
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the
   cone keeps its shape) and per row elsewhere; diag(G) comes from the links' apparent inverse
@@ -91,7 +91,7 @@ from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
 from . import newton_polish as _newton_polish
-from .newton_polish import active_newton_kernel, ssn_kernel
+from .newton_polish import ssn_kernel
 
 # admm_kernel compiles in the operator and cone kernels
 drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__,
@@ -123,7 +123,7 @@ class ADMMSettings:
     keep_rho_power: bool = True      # reuse the last ρ exponent at the next solve
     scaling: float = 0.35            # p of the diagonal scaling S = diag(G)^(-p); 0: off, 0.5: Jacobi
     anderson: int = 10               # memory of the safeguarded Anderson acceleration (`anderson_step`); 0: off
-    newton_rows: int = 96            # active-set Newton polish (`newton_polish`) up to this many active rows; 0: off
+    newton_rows: int = 96            # semismooth Newton polish (`newton_polish`) up to this many rows; 0: off
     newton_steps: int = 30           # its Newton steps per attempt (after the warm and the iterations' polishes)
     newton_warm: float = 100.0       # Newton from the warm start only if its polish left > newton_warm · tol
 
@@ -176,7 +176,7 @@ class ADMMResult:
     history: list = field(default_factory=list)
     warm_next: np.ndarray | None = None     # the next step's warm start (see `ADMMSolver.solve`)
     velocity_change: np.ndarray | None = None   # M⁻¹ Jᵀ λ (nv,): v's change by λ (matrix-free operators, else None)
-    newton_steps: int = 0        # Newton steps of the active-set Newton polish (`newton_polish`), accepted or not
+    newton_steps: int = 0        # steps of the semismooth Newton polish (`newton_polish`), accepted or not
 
 
 @njit(cache=True, _nrt=False)
@@ -241,9 +241,9 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
 
 
 @njit(cache=True, _nrt=False)
-def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, delta, cols, col_of,
-               ncols, sw, lam_out, sigma_out, steps, tol):
-    """One attempt of the active-set Newton polish (`newton_polish.active_newton_kernel`) from λ0:
+def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, tol, cols, col_of,
+               ncols, sw, lam_out, sigma_out, steps):
+    """One attempt of the semismooth Newton polish (`newton_polish.ssn_kernel`, tol its target) from λ0:
     σ0 = (G + R_c) λ0 + g into the workspace sw, the Newton solve into λ_out, and if it succeeded
     σ'_out and the Coulomb residual of (λ_out, σ'_out). Adds its Newton steps to steps[0];
     returns (ncols, success, (residual, complementarity))."""
@@ -700,7 +700,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     sw = np.empty(m)
     pw = np.empty((5, m))        # the polish's workspace (`polish_modes_into`)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
-    # the active-set Newton polish (`newton_polish`): its columns of G kept for the whole solve
+    # the semismooth Newton polish (`newton_polish`): its columns of G kept for the whole solve
     newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
     n_newton_tries, nw_cols = 0, 0
     nw_steps = np.zeros(1, np.int64)
@@ -732,7 +732,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         n_newton_tries += 1
         xw_n = np.empty(m)
         nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw,
-                                        sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps, tol)
+                                        sp.newton_steps, tol, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps)
         if good and rnw[0] <= tol:
             lam[:] = xw_n
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
@@ -837,8 +837,8 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
                 n_newton_tries += 1
                 nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
-                                                sp.newton_steps, delta, nw_G, nw_col_of, nw_cols, sw, xw_p, sigma,
-                                                nw_steps, tol)
+                                                sp.newton_steps, tol, nw_G, nw_col_of, nw_cols, sw, xw_p, sigma,
+                                                nw_steps)
                 if good and rnw[0] <= tol:
                     lam[:] = xw_p
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,

@@ -1,12 +1,12 @@
-"""The active-set Newton polish with sliding contacts (`solvers.newton_polish`), against dense
-linear algebra, finite differences and an independent KKT check on saved falling-G1 problems."""
+"""The semismooth Newton polish of the contact law (`solvers.newton_polish`), against dense
+linear algebra, finite differences and an independent KKT check on saved falling, lying and
+creeping G1 problems; and the ADMM with it."""
 import numpy as np
 import pytest
 
 from solvers.admm import ADMMSettings, ADMMSolver
 from solvers.cones import CONE, ORTHANT, ConeSet
-from solvers.newton_polish import SEP, SLIDE, STICK, _jacobian, _residual, _set_sliding, _ssn_block, \
-    active_newton_kernel, lu_apply, lu_factor, ssn_kernel
+from solvers.newton_polish import _ssn_block, lu_apply, lu_factor, ssn_kernel
 from solvers.opstate import operator_parts
 
 from test_admm import DenseOp, kkt_violation
@@ -26,137 +26,6 @@ def test_lu_factor_and_apply_equal_numpy_solve():
         assert np.allclose(x, np.linalg.solve(A, b), rtol=1e-10, atol=1e-12)
     S = np.ones((3, 3))
     assert not lu_factor(S, np.empty(3, np.int64))
-
-
-def _unknowns(kind, start, size, mode, lam, theta, gamma):
-    """The Newton unknowns u (n,): λ rows of sticking blocks, (λ_n, θ, γ) of sliding cones."""
-    u = []
-    for b in range(kind.shape[0]):
-        s = start[b]
-        if mode[b] == SLIDE:
-            u += [lam[s + 2], theta[b], gamma[b]]
-        elif mode[b] != SEP:
-            u += list(lam[s:s + size[b]])
-    return np.array(u)
-
-
-def _from_unknowns(kind, start, size, param, mode, u, lam, theta, gamma):
-    lam, theta, gamma = lam.copy(), theta.copy(), gamma.copy()
-    k = 0
-    for b in range(kind.shape[0]):
-        s = start[b]
-        if mode[b] == SLIDE:
-            lam[s + 2], theta[b], gamma[b] = u[k], u[k + 1], u[k + 2]
-            k += 3
-        elif mode[b] != SEP:
-            lam[s:s + size[b]] = u[k:k + size[b]]
-            k += size[b]
-    _set_sliding(kind, start, size, param, mode, theta, lam)
-    return lam, theta, gamma
-
-
-def test_jacobian_is_the_derivative_of_the_equations():
-    """`_jacobian` (δ = 0) against central differences of `_residual` in the unknowns, with
-    sticking, sliding and separated cones and an active limit."""
-    rng = np.random.default_rng(5)
-    G, g = random_contact_problem(rng, n_contacts=5, nv=20, extra=[None])
-    cones = ConeSet.from_blocks([("cone", 3, 0.7)] * 5 + [("orthant", 1, 0.0)])
-    kind, start, size, param = cones.arrays()
-    mode = np.array([STICK, SLIDE, SEP, SLIDE, STICK, STICK])
-    lam = np.abs(rng.normal(size=g.size))
-    theta, gamma = rng.uniform(-3, 3, 6), np.abs(rng.normal(size=6))
-    _set_sliding(kind, start, size, param, mode, theta, lam)
-    rows = np.array([r for b in range(6) if mode[b] != SEP for r in range(start[b], start[b] + size[b])])
-    blk = np.array([b for b in range(6) if mode[b] != SEP for r in range(size[b])])
-    GA, gA = G[np.ix_(rows, rows)].copy(), g[rows].copy()
-    n = rows.size
-    Jm = np.empty((n, n))
-    _jacobian(kind, start, param, mode, theta, gamma, rows, blk, GA, lam, 0.0, Jm)
-    u0 = _unknowns(kind, start, size, mode, lam, theta, gamma)
-    fd = np.empty((n, n))
-    h = 1e-6
-    for j in range(n):
-        Fs = []
-        for sgn in (1, -1):
-            u = u0.copy()
-            u[j] += sgn * h
-            l2, t2, g2 = _from_unknowns(kind, start, size, param, mode, u, lam, theta, gamma)
-            F = np.empty(n)
-            _residual(kind, start, param, mode, t2, g2, rows, blk, GA, gA, l2, F)
-            Fs.append(F)
-        fd[:, j] = (Fs[0] - Fs[1]) / (2 * h)
-    assert np.abs(Jm - fd).max() <= 1e-7 * max(1.0, np.abs(fd).max())
-
-
-def _newton(G, g, cones, lam0, steps=12, Rc=None):
-    m = g.size
-    dense, geo, fac, ws, dn = operator_parts(DenseOp(G), m)
-    kind, start, size, param = cones.arrays()
-    lam = np.empty(m)
-    Gc = G if Rc is None else G + np.diag(Rc)
-    k, ok, ncols = active_newton_kernel(dense, geo, ws, dn, kind, start, size, param, g,
-                                        np.zeros(0) if Rc is None else Rc, Rc is not None, lam0, Gc @ lam0 + g, steps,
-                                        1e-7, np.empty((96, m)), np.full(m, -1, np.int64), 0, lam)
-    return lam, k, ok
-
-
-@pytest.mark.parametrize("name", ["a", "b"])
-def test_newton_solves_the_sliding_humanoid_exactly(name):
-    """On the saved falling-G1 problems (sliding feet and hands), from the ADMM's iterate after 40
-    iterations (1e-4 m/s from the law; the ADMM alone needs 65 and 62 to finish; from its iterates
-    after 10 and 20 the modes are still too far off here, and the mode corrections cycle): the
-    contact law holds to 1e-9 (independent KKT check on the dense G), some contacts slide, and it
-    takes a handful of Newton steps."""
-    G, g, cones, x0, L, blocks = falling_problem(name)
-    early = ADMMSolver(ADMMSettings(max_iter=40, newton_rows=0)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
-    alone = ADMMSolver(ADMMSettings(newton_rows=0)).solve(DenseOp(G), g, cones, x0=x0, max_eigenvalue=L)
-    assert not early.converged and alone.iterations > 50
-    lam, k, ok = _newton(G, g, cones, early.lam)
-    assert ok and k <= 12
-    assert kkt_violation(G, g, blocks, lam) < 1e-9
-    assert np.abs(lam - cones.project(lam)).max() <= 1e-15
-    kind, start, size, param = cones.arrays()
-    sliding = [b for b in range(kind.size) if kind[b] == CONE and lam[start[b] + 2] > 0 and
-               np.hypot(*lam[start[b]:start[b] + 2]) >= param[b] * lam[start[b] + 2] * (1 - 1e-9)]
-    assert len(sliding) >= 2
-
-
-def test_newton_on_random_redundant_problems():
-    """Random redundant problems (18 rows of rank 14, approaching normals): from the ADMM's iterate
-    after 30 iterations the polish ends on the law (dense KKT check) on most of them; from λ = 0
-    (every mode guessed, the corrections often cycle) it may fail, but whenever it reports
-    success the law holds."""
-    rng = np.random.default_rng(8)
-    near = 0
-    for _ in range(20):
-        G, g = random_contact_problem(rng, n_contacts=6, nv=14)
-        g[2::3] -= 0.05
-        cones = ConeSet.from_blocks([("cone", 3, 0.5)] * 6)
-        blocks = [("cone", slice(3 * i, 3 * i + 3), 0.5) for i in range(6)]
-        early = ADMMSolver(ADMMSettings(max_iter=30, newton_rows=0)).solve(DenseOp(G), g, cones)
-        for lam0 in (early.lam, np.zeros(g.size)):
-            lam, k, ok = _newton(G, g, cones, lam0, steps=40)
-            if ok:
-                assert kkt_violation(G, g, blocks, lam) < 1e-9
-            near += ok and lam0 is early.lam
-    assert near >= 15
-
-
-def test_newton_with_compliance_and_the_convex_relaxation():
-    """With a compliance R_c the polish solves the law of G + R_c (dense KKT check on G + R_c),
-    and the ADMM does not try it on the convex relaxation (ncp=False), whose sliding law differs."""
-    rng = np.random.default_rng(4)
-    G, g = random_contact_problem(rng, n_contacts=5, nv=20)
-    g[2::3] -= 0.05
-    Rc = np.full(g.size, 1e-3)
-    cones = ConeSet.from_blocks([("cone", 3, 0.5)] * 5)
-    blocks = [("cone", slice(3 * i, 3 * i + 3), 0.5) for i in range(5)]
-    early = ADMMSolver(ADMMSettings(max_iter=30, newton_rows=0)).solve(DenseOp(G), g, cones, compliance=Rc)
-    lam, k, ok = _newton(G, g, cones, early.lam, steps=40, Rc=Rc)
-    assert ok and kkt_violation(G + np.diag(Rc), g, blocks, lam) < 1e-9
-    assert kkt_violation(G, g, blocks, lam) > 1e-6          # R_c is really in the law it solved
-    r = ADMMSolver(ADMMSettings(ncp=False)).solve(DenseOp(G), g, cones)
-    assert r.converged and r.newton_steps == 0
 
 
 @pytest.mark.parametrize("name", ["a", "b"])
@@ -361,9 +230,10 @@ def test_ssn_on_random_redundant_problems():
     assert near >= 18 and cold >= 15
 
 
-def test_ssn_with_compliance():
+def test_ssn_with_compliance_and_the_convex_relaxation():
     """With a compliance R_c the semismooth Newton solves the law of G + R_c (dense KKT check on
-    G + R_c), not that of G."""
+    G + R_c), not that of G; the ADMM does not try it on the convex relaxation (ncp=False), whose
+    sliding law differs."""
     rng = np.random.default_rng(4)
     G, g = random_contact_problem(rng, n_contacts=5, nv=20)
     g[2::3] -= 0.05
@@ -374,3 +244,5 @@ def test_ssn_with_compliance():
     lam, k, ok, _ = _ssn(G, g, cones, early.lam, steps=40, Rc=Rc)
     assert ok and kkt_violation(G + np.diag(Rc), g, blocks, lam) < 2e-6
     assert kkt_violation(G, g, blocks, lam) > 1e-5          # R_c is really in the law it solved
+    r = ADMMSolver(ADMMSettings(ncp=False)).solve(DenseOp(G), g, cones)    # not tried on the convex relaxation
+    assert r.converged and r.newton_steps == 0

@@ -88,8 +88,6 @@ def lu_apply(A, piv, b):
 SSN_KAPPA = 5.0        # ρ = κ / d_b on a block whose mean diagonal of G + R_c is d_b
 SSN_EPS = 0.1          # smoothing ε = SSN_EPS κ ‖F₀‖ (never increased)
 SSN_NU = 1e-4          # damping ν = SSN_NU ‖F_ε‖ (scaled) on the Newton matrix's diagonal
-SSN_TIGHT = 1e-3       # the steps go on to a Coulomb residual of SSN_TIGHT tol ...
-SSN_EXTRA = 2          # ... but at most SSN_EXTRA steps once within tol (the best point within tol is kept)
 
 
 @njit(cache=True, inline="always")
@@ -206,9 +204,10 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
     singular directions), then backtracks on ‖F_ε‖₂. The contact modes follow from the iterate
     at every step, all contacts at once. After each step the exact point P (separated blocks
     exactly 0, projected on the cones) is tested with the Coulomb residual
-    (`cones.velocity_residual_kernel`, De Saxcé term included): the steps stop at SSN_TIGHT tol,
-    or SSN_EXTRA steps after the first point within tol; λ gets the best point, success if it
-    is within tol (the caller checks it again). Not tried (False) with box rows or when the
+    (`cones.velocity_residual_kernel`, De Saxcé term included): the steps stop at the first
+    point within tol, the solver's own accuracy (going on to round-off, one more step on G1 on
+    its back, cost 13% of its solver time); λ gets the best point, success if it is within tol
+    (the caller checks it again). Not tried (False) with box rows or when the
     working set has more rows than cols holds. Columns of G + R_c come one operator product each
     into cols (kept for the whole solve). Returns (Newton steps, success, ncols)."""
     m, nb = g.shape[0], kind.shape[0]
@@ -240,7 +239,7 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
     lt_t, st_t, Gd, dfull = np.empty(m), np.empty(m), np.empty(m), np.zeros(m)
     steps = 0
     need = np.zeros(nb, np.bool_)
-    best, best_step = np.inf, 0
+    best = np.inf
     while True:
         # the working set; blocks clearly separated are set to λ = 0 (after fetching their columns)
         for b in range(nb):
@@ -322,13 +321,11 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
                         Ps[r] = sig_p[r]
             rv, _ = velocity_residual_kernel(kind, start, size, param, Pl, Ps)
             if rv < best:
-                if best > tol:
-                    best_step = steps
                 best = rv
                 lam[:] = Pl
-            if rv <= SSN_TIGHT * tol:
+            if rv <= tol:
                 return steps, True, ncols
-        if steps >= max_steps or (best <= tol and steps >= best_step + SSN_EXTRA):
+        if steps >= max_steps:
             break
         steps += 1
         # F_ε and its Jacobian on the working set: J = A + B G̃ per block (A = ∂F/∂λ̃, B = ∂F/∂σ̃)

@@ -100,6 +100,7 @@ _LINK_MIN_BLOCKS = 24       # a kernel this large (basic blocks) is called, not 
 _LINK_TESTED = ("0.68.", "0.50.")   # numba, llvmlite versions (prefixes) it is applied on
 LINKED_BY_REFERENCE = False
 _KERNELS = {}               # symbol -> (module, qualname, signature) of this project's compiled kernels
+_DEPS_FORMAT = 2            # version of the dependency record a cache entry carries
 
 
 class _StaleDependency(Exception):
@@ -131,7 +132,12 @@ def link_large_kernels_by_reference():
     compiled code in numba's JIT. A cached library records the kernels it calls this way
     (module, qualname, signature, symbol); loading it from the cache first loads (or compiles)
     them and maps the recorded symbols to their code (a kernel compiled in another process has
-    another symbol name), or treats the entry as a cache miss if a signature changed. It patches
+    another symbol name), or treats the entry as a cache miss if a signature changed. The record
+    also lists the kernels the module offered to callers leaves to them (its copies of large
+    callees are `available_externally` there): a caller compiled from a cached library calls
+    them by reference even where the library's own code holds a copy, so they must be loaded
+    with it (entries of the earlier record format, which missed them, are cache misses: a
+    process loading such a caller first aborted with LLVM's "Symbol not found"). It patches
     numba's internals, so it is applied only on the numba and llvmlite versions it was tested on
     (`_LINK_TESTED`); on others numba links as usual (`LINKED_BY_REFERENCE` False)."""
     global LINKED_BY_REFERENCE
@@ -182,12 +188,20 @@ def link_large_kernels_by_reference():
     serialize = lib.serialize_using_object_code
 
     def serialize_using_object_code(self):
-        name, kind, data = serialize(self)
-        deps = []
+        name, kind, data = serialize(self)      # (object code, the module offered to callers)
+        # the kernels this entry needs loaded: those its code calls, and those the module it
+        # offers to callers leaves to them (`available_externally`: a caller compiled from it
+        # in another process calls them, though this entry's own code may hold a copy)
+        deps, own = {}, set()
         for fn in self._final_module.functions:
             if fn.is_declaration and fn.name in _KERNELS:
-                deps.append((fn.name,) + _KERNELS[fn.name])
-        return name, kind, data + (tuple(deps),)
+                deps[fn.name] = _KERNELS[fn.name]
+            elif not fn.is_declaration and fn.linkage == ll.Linkage.external:
+                own.add(fn.name)             # this entry's own kernel, offered to callers too
+        for fn in self._get_module_for_linking().functions:
+            if fn.linkage == ll.Linkage.available_externally and fn.name in _KERNELS and fn.name not in own:
+                deps[fn.name] = _KERNELS[fn.name]
+        return name, kind, data + (tuple((k,) + v for k, v in deps.items()), _DEPS_FORMAT)
 
     lib.serialize_using_object_code = serialize_using_object_code
 
@@ -195,7 +209,11 @@ def link_large_kernels_by_reference():
 
     def _unserialize(cls, codegen_, state):
         name, kind, data = state
-        if kind == "object" and len(data) == 3:
+        if kind == "object" and len(data) > 2:
+            if len(data) != 4 or data[3] != _DEPS_FORMAT:
+                # an earlier format, which missed the kernels of the module offered to callers
+                # (a caller built from it in another process could not be loaded): a cache miss
+                raise _StaleDependency(name)
             for symbol, module, qualname, sig in data[2]:
                 _load_dependency(symbol, module, qualname, sig)
             state = (name, kind, data[:2])

@@ -71,6 +71,17 @@ print(dynamics.aba_kernel.stats.cache_hits.total())
 if sys.argv[1] == "fresh":   # the factor is called, not copied: a declaration in aba_kernel's module
     fn = lib._final_module.get_function(cres.fndesc.mangled_name)
     print(int(fn.is_declaration))
+    # the cache entry records, in the current format, the kernels its code calls and those the
+    # module it offers to callers leaves to them (available_externally)
+    import llvmlite.binding as ll
+    from models import jitcache
+    name, kind, data = lib.serialize_using_object_code()
+    recorded = {d[0] for d in data[2]}
+    own = dynamics.aba_kernel.overloads[dynamics.aba_kernel.signatures[0]].fndesc.mangled_name
+    offered = {f.name for f in lib._get_module_for_linking().functions
+               if f.linkage == ll.Linkage.available_externally} - {own}
+    print(int(data[3] == jitcache._DEPS_FORMAT and cres.fndesc.mangled_name in recorded and offered <= recorded
+              and own not in recorded))
 """
 
 
@@ -94,4 +105,18 @@ def test_large_callees_linked_by_reference_and_reloaded_from_the_cache(tmp_path)
     fresh, cached = run("fresh"), run("cached")
     assert fresh[0] == cached[0]
     assert fresh[1] == "0" and cached[1] == "1"
-    assert fresh[2] == "1"
+    assert fresh[2] == "1" and fresh[3] == "1"
+
+
+def test_cache_entries_of_the_earlier_dependency_format_are_misses():
+    # entries written before the kernels of the module offered to callers were recorded: a
+    # caller built from such an entry in another process could reference a kernel nothing loads
+    # (LLVM aborts the process), so they are not loaded; numba then compiles the kernel again
+    from numba.core import codegen
+    from models import jitcache
+    if not jitcache.LINKED_BY_REFERENCE:
+        pytest.skip("numba or llvmlite not of the versions the linking by reference is applied on")
+    with pytest.raises(jitcache._StaleDependency):
+        codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", ())))
+    with pytest.raises(jitcache._StaleDependency):
+        codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), jitcache._DEPS_FORMAT - 1)))

@@ -34,7 +34,7 @@ Around the iterations (`admm_kernel`):
   (median 1, p95 10, 87% of the solves within one) with the former active-set Newton, the
   Newton steps averaging 11.6 (accepted or not), against 39.9 mean (p95 80) without it. G1
   lying on its back (600 recorded steps, creeping contacts near the stick–slip transition, where
-  the active-set Newton cycled): 40.4 → 1.5 iterations mean (p95 158 → 10) and 43.9 → 8.8
+  the active-set Newton cycled): 40.4 → 1.5 iterations mean (p95 158 → 10) and 43.9 → 7.9
   Newton steps with the semismooth Newton;
 - scaling (`scale_kernel`, setting ``scaling`` = p, default 0.35): once iterations are needed
   they run on G̃ = S G S, g̃ = S g, λ̃ = S⁻¹ λ with S = diag(G)^(−p), one value per contact (the

@@ -21,8 +21,8 @@ sliding at 3e-6 and 7.5e-6 m/s next to a sticking one, each sticking guess leavi
 sticking rows' null space holds no feasible impulses) and each sliding guess from zero slip
 stalling. On 600 recorded steps of that scene, in the ADMM, the semismooth Newton succeeds
 from the warm start on 596: ADMM iterations 40.4 → 1.5 mean (p95 158 → 10), Newton steps
-43.9 → 8.8 per solve; on 400 recorded G1-falling steps 2.24 → 0.96 iterations (p95 10 → 1),
-Newton steps 9.0 → 3.7. Each step refactors its dense matrix (the active-set Newton's chord
+43.9 → 7.9 per solve; on 400 recorded G1-falling steps 2.24 → 0.96 iterations (p95 10 → 1),
+Newton steps 9.0 → 3.3. Each step refactors its dense matrix (the active-set Newton's chord
 steps reused theirs), so a falling robot's solve costs a little more. On a redundant pile with
 hundreds of active rows (three G1 on the box pyramid) the dense block is too large: the ADMM's
 setting ``newton_rows`` (96) keeps it to small working sets.

@@ -128,7 +128,7 @@ class ADMMSettings:
     newton_warm: float = 100.0       # Newton from the warm start only if its polish left > newton_warm · tol
 
     def __setattr__(self, name, value):
-        # every change counts, so a solver rewrites its compiled copy (`ADMMSolver._static`)
+        # every change counts, so a solver rewrites its compiled record (`ADMMSolver._write_params`)
         object.__setattr__(self, name, value)
         object.__setattr__(self, "_version", self.__dict__.get("_version", 0) + 1)
 

@@ -188,7 +188,7 @@ def test_ssn_solves_the_creeping_and_falling_humanoids_from_the_admm_iterates(st
     """On the saved creeping steps (G1 on its back, G1 lying: contacts sliding at 1e-6 to 1e-4
     m/s next to sticking ones on a redundant set, where the active-set Newton cycles) and the
     falling ones: from the warm start and the ADMM's iterates after 10, 20 and 40 iterations the
-    semismooth Newton ends within 1e-6 m/s of the law (measured 3 to 19 steps), the independent
+    semismooth Newton ends within 1e-6 m/s of the law (measured 2 to 17 steps), the independent
     KKT check agrees, the impulses are in their cones, and the working set's columns number
     about 40 (35 to 41) of the 57–112 rows."""
     G, g, cones, x0, L, blocks = dense_problem(stem)

@@ -100,7 +100,7 @@ def _phi(t, eps):
 
 
 @njit(cache=True)
-def _ssn_block(k, mu, nr, l, x, eps, P, D):
+def _ssn_block(k, mu, nr, x, eps, P, D):
     """P(x) of one block (scaled): the Alart–Curnier point, smoothed by ε (exact for ε = 0), and
     its Jacobian D = ∂P/∂x (nr × nr, only for ε > 0). Cone (t1, t2, n): p_n = φ(x_n), radius
     r = μ p_n, P_t = r x_t / (r + φ(‖x_t‖ − r)); orthant rows: φ(x); free rows: x."""
@@ -159,7 +159,7 @@ def _ssn_residual(kind, start, size, param, kappa, eps, lt, st, F):
             w = 3 if k == CONE else 1
             for i in range(w):
                 x[i] = lt[s + i0 + i] - kappa * st[s + i0 + i]
-            _ssn_block(k, param[b], w, lt[s + i0:s + i0 + w], x, eps, P, D)
+            _ssn_block(k, param[b], w, x, eps, P, D)
             for i in range(w):
                 F[s + i0 + i] = (lt[s + i0 + i] - P[i]) / kappa
                 acc += F[s + i0 + i] ** 2
@@ -236,7 +236,7 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
     inA = np.zeros(nb, np.bool_)
     x, P, D = np.empty(3), np.empty(3), np.empty((3, 3))
     Pl, Ps, sig_p = np.empty(m), np.empty(m), np.empty(m)
-    lt_t, st_t, Gd, dfull = np.empty(m), np.empty(m), np.empty(m), np.zeros(m)
+    lt_t, st_t, Gd = np.empty(m), np.empty(m), np.empty(m)
     steps = 0
     need = np.zeros(nb, np.bool_)
     best = np.inf
@@ -291,7 +291,7 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             for i0 in range(0, nr, w):
                 for i in range(w):
                     x[i] = lt[s + i0 + i] - kappa * st[s + i0 + i]
-                _ssn_block(k, param[b], w, lt[s + i0:s + i0 + w], x, 0.0, P, D)
+                _ssn_block(k, param[b], w, x, 0.0, P, D)
                 for i in range(w):
                     Pl[s + i0 + i] = P[i] * sc[s + i0 + i]
         Ps[:] = Pl
@@ -347,7 +347,7 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             for i0 in range(0, nr, w):
                 for i in range(w):
                     x[i] = lt[s + i0 + i] - kappa * st[s + i0 + i]
-                _ssn_block(k, param[b], w, lt[s + i0:s + i0 + w], x, eps, P, D)
+                _ssn_block(k, param[b], w, x, eps, P, D)
                 for i in range(w):
                     ri = pos[s + i0 + i]
                     # A = (I − D) / κ, B = D (free rows: A = 0, B = I)

@@ -160,26 +160,26 @@ def test_ssn_block_jacobian_is_the_derivative_of_the_smoothed_projection():
             x = rng.normal(size=3)
             if _ % 3 == 0:
                 x[:2] *= 0.5 * abs(x[2]) / np.hypot(*x[:2])       # on the cone's boundary (μ = 0.5)
-            _ssn_block(CONE, 0.5, 3, x, x, eps, P, D)
+            _ssn_block(CONE, 0.5, 3, x, eps, P, D)
             fd = np.empty((3, 3))
             for j in range(3):
                 e = np.zeros(3)
                 e[j] = 1e-7
-                _ssn_block(CONE, 0.5, 3, x, x + e, eps, Pp, Dx)
-                _ssn_block(CONE, 0.5, 3, x, x - e, eps, Pm, Dx)
+                _ssn_block(CONE, 0.5, 3, x + e, eps, Pp, Dx)
+                _ssn_block(CONE, 0.5, 3, x - e, eps, Pm, Dx)
                 fd[:, j] = (Pp - Pm) / 2e-7
             assert np.abs(D - fd).max() <= 1e-5 * max(1.0, np.abs(fd).max())
         x1 = np.array([0.3])
-        _ssn_block(ORTHANT, 0.0, 1, x1, x1, eps, P, D)
-        _ssn_block(ORTHANT, 0.0, 1, x1, x1 + 1e-7, eps, Pp, Dx)
-        _ssn_block(ORTHANT, 0.0, 1, x1, x1 - 1e-7, eps, Pm, Dx)
+        _ssn_block(ORTHANT, 0.0, 1, x1, eps, P, D)
+        _ssn_block(ORTHANT, 0.0, 1, x1 + 1e-7, eps, Pp, Dx)
+        _ssn_block(ORTHANT, 0.0, 1, x1 - 1e-7, eps, Pm, Dx)
         assert abs(D[0, 0] - (Pp[0] - Pm[0]) / 2e-7) < 1e-6
     for x, exact in (([0.1, 0.0, 1.0], [0.1, 0.0, 1.0]), ([2.0, 0.0, 1.0], [0.5, 0.0, 1.0]),
                      ([0.3, 0.2, -1.0], [0.0, 0.0, 0.0])):
         x = np.array(x)
-        _ssn_block(CONE, 0.5, 3, x, x, 0.0, P, D)
+        _ssn_block(CONE, 0.5, 3, x, 0.0, P, D)
         assert np.array_equal(P, exact)
-        _ssn_block(CONE, 0.5, 3, x, x, 1e-9, P, D)
+        _ssn_block(CONE, 0.5, 3, x, 1e-9, P, D)
         assert np.abs(P - exact).max() < 1e-8
 
 

@@ -382,8 +382,8 @@ def _solver_tail(problem):
                                 M2, b, 0, 0, yes, yes, x)),
         (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),
         (opstate.op_max_eigenvalue, (dense, geo, ws, dn, f, 0)),
-        (admm.newton_try, (dense, geo, ws, dn, kind, start, size, param, g, rc, yes, yes, f, 0, x, np.zeros((1, m)), i,
-                           0, f, f, f, np.zeros(1, np.int64))),
+        (admm.newton_try, (dense, geo, ws, dn, kind, start, size, param, g, rc, yes, yes, f, 0, x, f, np.zeros((1, m)),
+                           i, 0, f, f, f, np.zeros(1, np.int64))),
     ]
 
 

@@ -241,15 +241,16 @@ def contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, R
 
 
 @njit(cache=True, _nrt=False)
-def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, tol, cols, col_of,
-               ncols, sw, lam_out, sigma_out, steps):
-    """One attempt of the semismooth Newton polish (`newton_polish.ssn_kernel`, tol its target) from λ0:
+def newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam0, max_steps, tol, diag, cols,
+               col_of, ncols, sw, lam_out, sigma_out, steps):
+    """One attempt of the semismooth Newton polish (`newton_polish.ssn_kernel`, tol its target, diag
+    ≈ diag G (m,) from `opstate.op_diag`) from λ0:
     σ0 = (G + R_c) λ0 + g into the workspace sw, the Newton solve into λ_out, and if it succeeded
     σ'_out and the Coulomb residual of (λ_out, σ'_out). Adds its Newton steps to steps[0];
     returns (ncols, success, (residual, complementarity))."""
     constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, lam0, sw)
     k, good, ncols = ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sw, max_steps, tol,
-                                cols, col_of, ncols, lam_out)
+                                diag, cols, col_of, ncols, lam_out)
     steps[0] += k
     r = (np.inf, np.inf)
     if good:
@@ -706,6 +707,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     nw_steps = np.zeros(1, np.int64)
     nw_G = np.empty((sp.newton_rows if newton else 0, m))
     nw_col_of = np.full(m, -1, np.int64)
+    diag, have_diag = np.empty(m), False     # ≈ diag G (`op_diag`), once per solve: Newton and scaling
     # the polish holds a sliding impulse fixed, so it cannot succeed when a warm start's sliding
     # contact slips (its final slip would have to point exactly against that impulse): the
     # Newton polish then goes first (G1 falling: 638 of 638 such polishes failed; a robot at
@@ -731,8 +733,11 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if newton and use_x0 and (not warm or slipping or best[0] > sp.newton_warm * tol):
         n_newton_tries += 1
         xw_n = np.empty(m)
+        op_diag(dense, geo, dn, diag)
+        have_diag = True
         nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw,
-                                        sp.newton_steps, tol, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma, nw_steps)
+                                        sp.newton_steps, tol, diag, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma,
+                                        nw_steps)
         if good and rnw[0] <= tol:
             lam[:] = xw_n
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
@@ -744,8 +749,9 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     scaled = p_scale > 0.0
     g_s, param_s = g, param
     if scaled:
-        diag = np.empty(m)
-        op_diag(dense, geo, dn, diag)
+        if not have_diag:
+            op_diag(dense, geo, dn, diag)
+            have_diag = True
         scale_kernel(kind, start, size, diag, p_scale, sc)
         g_s = g * sc
         param_s = param.copy()
@@ -836,9 +842,12 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
                 n_newton_tries += 1
+                if not have_diag:
+                    op_diag(dense, geo, dn, diag)
+                    have_diag = True
                 nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
-                                                sp.newton_steps, tol, nw_G, nw_col_of, nw_cols, sw, xw_p, sigma,
-                                                nw_steps)
+                                                sp.newton_steps, tol, diag, nw_G, nw_col_of, nw_cols, sw, xw_p,
+                                                sigma, nw_steps)
                 if good and rnw[0] <= tol:
                     lam[:] = xw_p
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,

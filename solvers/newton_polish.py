@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from .cones import BOX, CONE, FREE, ORTHANT, project_kernel, velocity_residual_kernel
-from .opstate import op_diag, op_matvec
+from .opstate import op_matvec
 
 
 @njit(cache=True)
@@ -190,12 +190,13 @@ def _ssn_fetch(dense, geo, ws, dn, Rc, has_rc, kind, start, size, inA, cols, col
 
 # _nrt=True stated: it allocates (see `delassus_kernels.dense_factor`)
 @njit(cache=True, _nrt=True)
-def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sigma0, max_steps, tol,
+def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sigma0, max_steps, tol, d,
                cols, col_of, ncols, lam):
     """Semismooth Newton on the whole contact law from impulses λ0 (m,) and σ0 = (G + R_c) λ0 + g:
     the Alart–Curnier equations F(λ) = (λ − P(λ − ρσ)) / ρ = 0, per cone P_n = [x_n]₊,
     P_t = Π_{‖·‖ ≤ μ P_n}(x_t), x = λ − ρσ, on the variables scaled by S = d_b^(−½) per block (d_b the
-    block's mean diagonal of G + R_c, `opstate.op_diag`) and ρ = κ = SSN_KAPPA in those units.
+    block's mean diagonal of G + R_c; d (m,) ≈ diag G from the caller, `opstate.op_diag`) and
+    ρ = κ = SSN_KAPPA in those units.
     The projections' kinks are smoothed by ε (`_phi`: max(t, 0) → (t + √(t² + 4ε²)) / 2, so a
     sticking contact slips by O(ε) and the Jacobian stays regular at the stick–slip and contact
     transitions), ε = SSN_EPS κ ‖F₀‖ at most (F₀ the exact residual), shrinking with it. Each step
@@ -215,8 +216,6 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
         if kind[b] == BOX:
             return 0, False, ncols
     kappa, ec = SSN_KAPPA, SSN_EPS
-    d = np.empty(m)
-    op_diag(dense, geo, dn, d)
     sc = np.empty(m)             # S: λ̃ = λ / S, σ̃ = S σ
     for b in range(nb):
         acc = 0.0

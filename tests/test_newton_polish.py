@@ -143,7 +143,7 @@ def _ssn(G, g, cones, lam0, steps=30, Rc=None, tol=1e-6):
     lam = np.empty(m)
     Gc = G if Rc is None else G + np.diag(Rc)
     k, ok, ncols = ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, np.zeros(0) if Rc is None else Rc,
-                              Rc is not None, lam0, Gc @ lam0 + g, steps, tol, np.empty((96, m)),
+                              Rc is not None, lam0, Gc @ lam0 + g, steps, tol, np.diag(G).copy(), np.empty((96, m)),
                               np.full(m, -1, np.int64), 0, lam)
     return lam, k, ok, ncols
 

@@ -14,18 +14,22 @@ from test_admm_convergence import dense_problem, falling_problem, random_contact
 
 
 def test_lu_factor_and_apply_equal_numpy_solve():
-    """Partial pivoting (a zero leading pivot included) against numpy; a singular matrix is refused."""
+    """Partial pivoting (a zero leading pivot included) against numpy, on sizes that fill the
+    panels of 4 or not; singular matrices are refused, with the zero pivot in the first panel or
+    in a later one."""
     rng = np.random.default_rng(0)
-    for n in (2, 5, 40):
+    for n in (1, 2, 5, 8, 40, 43):
         A = rng.normal(size=(n, n))
-        A[0, 0] = 0.0
+        A[0, 0] = 0.0 if n > 1 else 2.0
         b = rng.normal(size=n)
         F, piv, x = A.copy(), np.empty(n, np.int64), b.copy()
         assert lu_factor(F, piv)
         lu_apply(F, piv, x)
         assert np.allclose(x, np.linalg.solve(A, b), rtol=1e-10, atol=1e-12)
-    S = np.ones((3, 3))
-    assert not lu_factor(S, np.empty(3, np.int64))
+    assert not lu_factor(np.ones((3, 3)), np.empty(3, np.int64))
+    S = np.triu(rng.normal(size=(9, 9)))
+    S[5, 5] = 0.0                               # singular: the zero pivot comes in the second panel
+    assert not lu_factor(S, np.empty(9, np.int64))
 
 
 @pytest.mark.parametrize("name", ["a", "b"])

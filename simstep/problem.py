@@ -209,6 +209,19 @@ class ContactProblem(NamedTuple):
     contacts: object
 
 
+class IncomingVelocity:
+    """The bodies' incoming constraint velocity J v (m,) m/s on the operator op, evaluated when
+    called (a `ContactProblem`'s jv); v (nv,) is there for a solver that applies J itself
+    (`solvers.admm.ADMMSolver` on a matrix-free operator's compiled state)."""
+    __slots__ = ("op", "v")
+
+    def __init__(self, op, v):
+        self.op, self.v = op, v
+
+    def __call__(self):
+        return self.op.J_apply(self.v)
+
+
 class WarmStart(NamedTuple):
     """The last step's contacts (keys (k,), positions (k, 3), frames (k, 3, 3)) and the warm
     start it left (λ (m,) N·s), with the tail of rows it was computed on."""
@@ -305,7 +318,7 @@ class ProblemAssembler:
             compliance[:3 * k] = np.repeat(c.compliance, 3)
         # the bodies' incoming constraint velocity J v, evaluated only when the solver asks
         # (after a polish, `solvers.admm.warm_next_kernel`)
-        jv = None if x0 is None else (lambda: op.J_apply(v))
+        jv = None if x0 is None else IncomingVelocity(op, v)
         return ContactProblem(cs, cones, op, g, compliance, x0, self.max_eigenvalue(op, cs), jv, c)
 
     # ------------------------------------------------------------------ pieces

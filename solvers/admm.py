@@ -87,6 +87,7 @@ from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, on_edge, project_kernel, \
     velocity_residual_kernel
+from .delassus_kernels import j_apply_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
                       op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
 from . import scaling as _scaling
@@ -614,13 +615,15 @@ _PRM_RHO_POWER, _PRM_L, _PRM_RHO_MIN, _PRM_L_SCALED = (SolveParams.fields[n][1] 
 KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual", "dual_residual",
                                      "velocity_residual", "complementarity", "rho", "rho_updates", "warm_started",
                                      "polish_solves", "eigenvalue_used", "polished", "velocity_change",
-                                     "newton_steps"])
+                                     "newton_steps", "warm_next"])
 
 
 @njit(cache=True)
-def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, n_newton=0):
+def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, n_newton, wn):
     """`KernelOut` of a solve whose impulses are λ, with dv (nv,) = M⁻¹ Jᵀ λ and velocity_change
-    True on a matrix-free operator with a non-empty dv (`opstate.op_jt_minv`)."""
+    True on a matrix-free operator with a non-empty dv (`opstate.op_jt_minv`); after an accepted
+    polish on a matrix-free operator, with the bodies' velocities v in wn (`_warm_next_into`),
+    the next step's warm start too (warm_next 1; −1: v not finite; 0: not computed)."""
     if (it == 0 or polished) and not state.dense and dv.shape[0] > 0:
         # λ is 0, the warm start or an accepted polish: the test of the last of these took the
         # product G λ = J (M⁻¹ Jᵀ λ), which left M⁻¹ Jᵀ λ in the workspace's q̈
@@ -632,11 +635,28 @@ def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, 
         has_dv = True
     else:
         has_dv = op_jt_minv(state.dense, state.geo, state.ws, lam, dv)
-    return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv, n_newton)
+    wnext = _warm_next_into(state, lam, wn) if polished else 0     # after dv: it reuses the workspace
+    return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv, n_newton, wnext)
 
 
 @njit(cache=True)
-def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv):
+def _warm_next_into(state, lam, wn):
+    """`warm_next_kernel` inside the solve: wn = (kind, start, size, param, Rc, has_rc, fixed, v,
+    out), v (nv,) the bodies' velocities at the step's start, J v on the operator's own rows
+    (`delassus_kernels.j_apply_kernel`). Returns 1 (out holds the warm start), −1 (v not
+    finite), 0 (not computed: explicit operator, or no v)."""
+    kind, start, size, param, Rc, has_rc, fixed, v, out = wn
+    if state.dense or v.shape[0] == 0:
+        return 0
+    geo = state.geo
+    jv = np.empty(lam.shape[0])
+    j_apply_kernel(geo.jint, geo.S, geo.rows, v, jv, state.ws.acc)
+    return 1 if warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam, out) else -1
+
+
+@njit(cache=True)
+def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv,
+                v, warm_out):
     """One whole solve, the ADMM iterations of the module docstring on one operator, entirely
     compiled, and the velocity change of its λ: a `KernelOut` (`_kernel_out`), iterations −1
     (nothing computed) if g is not finite.
@@ -658,15 +678,18 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     (r_p, r_d, r_v, ρ) per iteration if recording (r_v = −1 where not evaluated; r_p, r_d
     scaled). The `KernelOut` holds: iterations, converged, r_p, r_d, r_v, r_c, ρ, ρ updates, warm
     started, polish solves, the λ_max the iterations used (0 if none ran), polished (λ is an
-    accepted polish, whose factorisation is still in the operator) and velocity_change (dv
-    holds M⁻¹ Jᵀ λ)."""
+    accepted polish, whose factorisation is still in the operator), velocity_change (dv
+    holds M⁻¹ Jᵀ λ) and warm_next (warm_out (m,) holds the next step's warm start, computed
+    from the bodies' velocities v (nv,) at the step's start, `_warm_next_into`; v empty: not
+    computed)."""
     total, gmax = 0.0, 0.0
     for r in range(g.shape[0]):
         total += g[r]
         gmax = max(gmax, abs(g[r]))
     if not math.isfinite(total):
-        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0)
+        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0, 0)
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
+    wn = (kind, start, size, param, Rc, has_rc, fixed, v, warm_out)     # `_warm_next_into`'s
     sp = prm[0]
     max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
         sp.eig_iters
@@ -695,7 +718,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
         lam[:] = x
         sigma[:] = z
-        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0)
+        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0, wn)
     n_polish = 0
     fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
@@ -721,7 +744,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                                  x, sw, fixed, fixed, False, lam, sigma, pw)      # `polish_kernel`
         if rpol[0] <= tol:
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
-                               True, 0)
+                               True, 0, wn)
         if rpol[0] < best[0]:
             best_lam[:], best_sig[:], best = lam, sigma, rpol
     # Newton from the warm start's modes, unless the warm start or its polish came within
@@ -741,7 +764,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if good and rnw[0] <= tol:
             lam[:] = xw_n
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
-                               False, nw_steps[0])
+                               False, nw_steps[0], wn)
         if good and rnw[0] < best[0]:
             best_lam[:], best_sig[:], best = xw_n, sigma, rnw
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
@@ -837,7 +860,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 lam[:] = xw_p
                 sigma[:] = sw
                 return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
-                                   L, True, 0)
+                                   L, True, 0, wn)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
@@ -851,7 +874,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 if good and rnw[0] <= tol:
                     lam[:] = xw_p
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,
-                                       n_polish, L, False, nw_steps[0])
+                                       n_polish, L, False, nw_steps[0], wn)
                 if good and rnw[0] < best[0]:
                     best_lam[:], best_sig[:], best = xw_p, sigma, rnw
         if mem > 0 and it >= aa_resume:
@@ -893,7 +916,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             rv, rc = best
     lam[:] = yp
     return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False,
-                       nw_steps[0])
+                       nw_steps[0], wn)
 
 
 class _Matvec:
@@ -993,12 +1016,20 @@ class ADMMSolver:
         model = getattr(op, "model", None)
         dv = np.empty(model.nv) if model is not None else _EMPTY
         rc, has_rc = (_EMPTY, False) if Rc is None else (Rc, True)     # the kernels' compliance arguments
-        k = admm_kernel(state, kind, start, size, param, g, rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv)
+        # the bodies' velocities behind a deferred jv (`simstep.problem.IncomingVelocity`): the
+        # kernel then computes the next warm start itself (matrix-free operators)
+        v = getattr(jv, "v", None) if callable(jv) else None
+        v, warm_next = (_EMPTY, None) if v is None or v.shape[0] != dv.shape[0] else (v, np.empty(m))
+        k = admm_kernel(state, kind, start, size, param, g, rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, hist, dv,
+                        v, _EMPTY if warm_next is None else warm_next)
         it, rho, L_used = k.iterations, k.rho, k.eigenvalue_used
         if it < 0:
             raise ValueError("g contains NaN or inf")
-        warm_next = lam
-        if k.polished and jv is not None:
+        if not (k.polished and jv is not None):
+            warm_next = lam
+        elif k.warm_next < 0:
+            raise ValueError("the bodies' velocities behind jv must be finite")
+        elif k.warm_next == 0:
             jv = _checked_jv(jv(), m, check_finite=False) if callable(jv) else jv
             warm_next = np.empty(m)
             if not warm_next_kernel(state, kind, start, size, param, rc, has_rc, fixed, jv, lam, warm_next):

@@ -11,7 +11,9 @@ import pytest
 import scenes
 import simstep
 
+from solvers.delassus import MatrixFreeDelassus
 from solvers.opstate import operator_parts
+from simstep.problem import IncomingVelocity
 from solvers.admm import (ADMMSettings, ADMMSolver, active_set_kernel, polish_kernel,
                           scale_kernel)
 from solvers.cones import BOX, CONE, FREE, ORTHANT, ConeSet, velocity_residual_kernel
@@ -234,6 +236,39 @@ def test_next_warm_start_leaves_out_the_correction_of_the_incoming_velocity():
         ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, jv=np.full(g.size, np.nan))
     with pytest.raises(ValueError, match="jv"):     # a function's J v is checked by `warm_next_kernel`
         ADMMSolver().solve(DenseOp(G), g, cones, x0=x0, jv=lambda: np.full(g.size, np.nan))
+
+
+def test_the_kernel_computes_the_next_warm_start_as_the_function_would():
+    """A step's problem carries jv as `simstep.problem.IncomingVelocity` (J v on the operator, with
+    v): on a matrix-free operator the ADMM kernel computes the next warm start itself after an
+    accepted polish, to the bit the one `warm_next_kernel` computes from jv as a plain function
+    (3-box stack at dt = 0.01: the polish is accepted on its third step); non-finite velocities
+    are then refused."""
+    sim = simstep.Simulator(scenes.box_stack(n=3), dt=0.01)
+    seen, solve = [], sim.admm.solve
+
+    def fresh():
+        s = ADMMSolver(sim.admm.settings)
+        s.rho_power = sim.admm.rho_power
+        return s
+
+    def both(p):
+        jvs = (p.jv, None if p.jv is None else (lambda: p.jv.op.J_apply(p.jv.v)))
+        a, b = (fresh().solve(p._replace(jv=jv)) for jv in jvs)
+        seen.append((a, b))
+        if a.warm_next is not a.lam:          # polished: the same solve with velocities that are not finite
+            bad = IncomingVelocity(p.jv.op, np.full_like(p.jv.v, np.nan))
+            with pytest.raises(ValueError, match="velocities"):
+                fresh().solve(p._replace(jv=bad))
+        return solve(p)
+
+    sim.admm.solve = both
+    sim.run(10)
+    assert isinstance(sim.assembler.op, MatrixFreeDelassus)
+    polished = [a for a, b in seen if a.warm_next is not a.lam]
+    assert len(polished) >= 1 and all(not np.array_equal(a.warm_next, a.lam) for a in polished)
+    for a, b in seen:
+        assert np.array_equal(a.lam, b.lam) and np.array_equal(a.warm_next, b.warm_next)
 
 
 @pytest.mark.parametrize("name", ["square", "triangle_unit"])

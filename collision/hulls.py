@@ -133,13 +133,18 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     frame; v0 a vertex of maximum height hmax, `hull_climb`) is a tessellated curved surface's
     cap rather than a face of the hull: the patch of such a set is its extreme vertex alone.
 
-    The face part of the set: the set's vertices within `tol` (m) of the support height (the
-    patch band; a caller may have flooded a wider one) that lie within PATCH_PLANE_EPS · tol of
-    the plane of the hull triangle at v0 whose outward normal is closest to l (a face's
-    vertices lie on its plane whatever its tilt; on a curved cap the next ring of vertices lies
-    measurably off the plane of any one facet). The set collapses when that part's lateral
-    extent (largest distance between two of its vertices in the plane ⟂ l) is below
-    PATCH_FACE_MIN times the hull's half width (hg.half_width[g]).
+    The face part of the set at an apex vertex: the set's vertices within `tol` (m) of the
+    support height (the patch band; a caller may have flooded a wider one) that lie within
+    PATCH_PLANE_EPS · tol of the plane of the hull triangle at the apex whose outward normal is
+    closest to l (a face's vertices lie on its plane whatever its tilt; on a curved cap the next
+    ring of vertices lies measurably off the plane of any one facet). The set collapses when
+    that part's lateral extent (largest distance between two of its vertices in the plane ⟂ l)
+    is below PATCH_FACE_MIN times the hull's half width (hg.half_width[g]) at every apex: v0
+    and the set's other vertices within PATCH_PLANE_EPS · tol of the support height. Which of
+    near-tied extreme vertices the climb reached must not decide: G1's curved back plate
+    (`logo_link`, 1214 vertices) lying on the floor has two lowest vertices 1e-8 m apart, the
+    test at one of them found a face, at the other not, and its patch flipped between 4 points
+    and 1 every few steps.
 
     Why one half width: any face or edge of a box is at least its smallest full extent long, so
     at least 2 half widths (a cube resting on a face: 2.8, on an edge: 2; a 1 x 1 x 10 cm bar
@@ -154,6 +159,20 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     through anyway (MuJoCo gives such a pair one point). Scratch: hg.order[:m]."""
     if m <= 1:
         return False
+    thr = hmax - PATCH_PLANE_EPS * tol
+    for j in range(m):
+        va = hg.queue[j]
+        if (va == v0 or cverts[va, 0] * l0 + cverts[va, 1] * l1 + cverts[va, 2] * l2 >= thr) and \
+                _face_at(g, cverts, hg, va, hmax, m, l0, l1, l2, tol):
+            return False
+    return True
+
+
+@njit(**_NONRT)
+def _face_at(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
+    """True if the support set hg.queue[:m] holds a face at apex v0 (`hull_patch_collapses`):
+    its vertices within tol of hmax and on the plane of v0's triangle most normal to l span
+    at least PATCH_FACE_MIN half widths across l. Scratch: hg.order[:m]."""
     an = hg.adjn
     # the plane of the triangle at v0 most normal to l (through v0)
     n0, n1, n2, best = 0.0, 0.0, 0.0, -2.0
@@ -180,5 +199,5 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
             w0, w1, w2 = cverts[b, 0] - cverts[a, 0], cverts[b, 1] - cverts[a, 1], cverts[b, 2] - cverts[a, 2]
             wl = w0 * l0 + w1 * l1 + w2 * l2
             if w0 * w0 + w1 * w1 + w2 * w2 - wl * wl >= lim2:
-                return False
-    return True
+                return True
+    return False

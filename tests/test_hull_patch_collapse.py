@@ -225,18 +225,23 @@ def _collapse_oracle(V, tris, v0, l, tol):
     return ratio < 1, ratio, near or abs(ratio - 1) < 1e-9
 
 
-def test_support_feature_collapse_on_g1_hulls_matches_numpy():
-    """support_feature with collapse=True on G1's link hulls in random poses, along random
-    directions: either the band of collapse=False unchanged, or one extreme vertex, as the rule
-    by numpy decides (`_collapse_oracle`); both outcomes occur."""
-    from collision import kinds, support, workspace
+def _g1_shapes():
+    """The `collision.shapes.ShapeTable` of G1's collision geometries (at q = 0)."""
     from collision.shapes import ShapeTable
     path, dirs = models.robot_path("g1")
     b = simstep.WorldBuilder()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         b.add_urdf("g1", path, package_dirs=dirs)
-    S = ShapeTable(b.build().geometries)
+    return ShapeTable(b.build().geometries)
+
+
+def test_support_feature_collapse_on_g1_hulls_matches_numpy():
+    """support_feature with collapse=True on G1's link hulls in random poses, along random
+    directions: either the band of collapse=False unchanged, or one extreme vertex, as the rule
+    by numpy decides (`_collapse_oracle`); both outcomes occur."""
+    from collision import kinds, support, workspace
+    S = _g1_shapes()
     rng = np.random.default_rng(5)
     out, out2 = np.zeros((workspace.MAXF, 3)), np.zeros((workspace.MAXF, 3))
     D = np.zeros((workspace.NV3, 3))
@@ -282,13 +287,7 @@ def test_near_tied_lowest_vertices_do_not_decide_the_patch():
     in 1000 steps of `bench_step`'s g1_on_back; 4 with every near-tied apex tested). Tilted so
     that each is the lowest by 0.34 µm, the patch is the face both times."""
     from collision.hulls import _face_at, hull_climb, hull_flood, hull_patch_collapses
-    from collision.shapes import ShapeTable
-    path, dirs = models.robot_path("g1")
-    b = simstep.WorldBuilder()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        b.add_urdf("g1", path, package_dirs=dirs)
-    S = ShapeTable(b.build().geometries)
+    S = _g1_shapes()
     g = next(i for i, n in enumerate(S.names) if "logo_link" in n)
     off, V = S.coff[g], S.convex_vertices(g)
     l = np.array([-0.998077, -0.018359, -0.059203])       # the floor's direction in the plate's frame

@@ -23,6 +23,8 @@ from numba import njit
 
 from models.joints import FREE
 
+from .delassus_kernels import EliminationArrays
+
 
 @dataclass
 class Elimination:
@@ -332,10 +334,10 @@ def elimination_order_fast(parent, nvs, pairs):
     return Elimination(order, parent[order], nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr,
                        slot_pair.shape[0], ninit, slot_pair, slot_pair.shape[0] - ninit)
 
-LcabaStructure = namedtuple("LcabaStructure", "elimination cb_slot use_a")
+LcabaStructure = namedtuple("LcabaStructure", "elimination cb_slot use_a arrays")
 """What LCABA needs of a constraint set besides its rows: the `Elimination`, each constraint
-block's coupling slot (`ConstraintSet.cb_slot`) and the free roots eliminated in link
-coordinates (`free_roots`)."""
+block's coupling slot (`ConstraintSet.cb_slot`), the free roots eliminated in link coordinates
+(`free_roots`) and both as the kernels' `solvers.delassus_kernels.EliminationArrays`."""
 
 
 def free_roots(model, dof):
@@ -353,27 +355,32 @@ def free_roots(model, dof):
 
 
 class StructureCache:
-    """LCABA's structure per constraint graph of one model: eliminations by coupling graph and
-    free-root flags by joint rows, at most `capacity` of each (the oldest dropped). Owned by
-    whoever builds operators repeatedly and passed as ``MatrixFreeDelassus(...,
-    structures=...)``: a simulator's `simstep.problem.ProblemAssembler`, the loop-closure
-    projection, a benchmark; an operator built without one (and without ``reuse``) makes its
-    own, so nothing is cached behind the caller's back."""
+    """LCABA's structure per constraint graph of one model: eliminations by coupling graph,
+    free-root flags by joint rows and their kernel arrays by both, at most `capacity` of each
+    (the oldest dropped). Owned by whoever builds operators repeatedly and passed as
+    ``MatrixFreeDelassus(..., structures=...)``: a simulator's
+    `simstep.problem.ProblemAssembler`, the loop-closure projection, a benchmark; an operator
+    built without one (and without ``reuse``) makes its own, so nothing is cached behind the
+    caller's back."""
 
     def __init__(self, model, capacity=256):
         self.model, self.capacity = model, int(capacity)
-        self._elim, self._roots = {}, {}
+        self._elim, self._roots, self._arrays = {}, {}, {}
 
     def lcaba(self, cs):
         """`LcabaStructure` of the `ConstraintSet` cs (of this cache's model)."""
         if cs.model is not self.model:
             raise ValueError("the constraint set was built for another model")
-        pairs = cs.coupling_pairs()
-        el = self._get(self._elim, cs.graph_key()[1],
-                       lambda: elimination_order_fast(self.model.parent, self.model.nvs, pairs))
-        dof = cs.dof
-        use_a = self._get(self._roots, dof[dof >= 0].tobytes(), lambda: free_roots(self.model, dof))
-        return LcabaStructure(el, cs.cb_slot, use_a)
+        key = (cs.graph_key()[1], cs.joint_dofs_key())
+        hit = self._arrays.get(key)
+        if hit is None:
+            model, pairs, dof = self.model, cs.coupling_pairs(), cs.dof
+            el = self._get(self._elim, key[0], lambda: elimination_order_fast(model.parent, model.nvs, pairs))
+            use_a = self._get(self._roots, key[1], lambda: free_roots(model, dof))
+            hit = self._get(self._arrays, key, lambda: (el, use_a, EliminationArrays(
+                use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr, el.pair_slot,
+                el.pair_tr)))
+        return LcabaStructure(hit[0], cs.cb_slot, hit[1], hit[2])
 
     def _get(self, table, key, make):
         value = table.get(key)

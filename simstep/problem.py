@@ -91,13 +91,13 @@ def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, fra
 
 
 @njit(cache=True)
-def same_pairs_kernel(pairs, keys):
-    """True if the contacts of `keys` (k,) come from the geometry pairs `pairs` (k,) in the
-    same order (a key's pair is key // 4, `collision.Contacts.key`)."""
-    if pairs.shape[0] != keys.shape[0]:
+def same_pairs_kernel(prev_keys, keys):
+    """True if the contacts of `keys` (k,) come from the geometry pairs of `prev_keys` (k,) in
+    the same order (a key's pair is key // 4, `collision.Contacts.key`)."""
+    if prev_keys.shape[0] != keys.shape[0]:
         return False
     for i in range(keys.shape[0]):
-        if keys[i] // 4 != pairs[i]:
+        if keys[i] // 4 != prev_keys[i] // 4:
             return False
     return True
 
@@ -247,7 +247,7 @@ class ProblemAssembler:
         self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
         self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
-        self.last_set = None     # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
+        self.last_set = None     # (tail, contact keys, ConstraintSet, ConeSet) of the last step with contacts
         self.op = None           # the last operator (its arrays are reused by the next one)
         self._eig = None         # (graph key, rows, λ_max)
         self.structures = StructureCache(sim.model)   # LCABA's eliminations per constraint graph
@@ -375,7 +375,7 @@ class ProblemAssembler:
             return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_gaps
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
         cones = ConeSet.with_contacts(c.friction, tail_cones)
-        self.last_set = (tail, c.key // 4, cs, cones)     # the geometry pair of each contact
+        self.last_set = (tail, c.key, cs, cones)
         return cs, cones, extra_err, limit_gaps
 
     def _vectors(self, op, c, k, mrows, v, v_free, extra_err, limit_gaps):

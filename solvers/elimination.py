@@ -356,8 +356,9 @@ def free_roots(model, dof):
 
 class StructureCache:
     """LCABA's structure per constraint graph of one model: eliminations by coupling graph,
-    free-root flags by joint rows and their kernel arrays by both, at most `capacity` of each
-    (the oldest dropped). Owned by whoever builds operators repeatedly and passed as
+    free-root flags by joint rows, their kernel arrays by both (one object per elimination and
+    flags, so operators on other joint rows with the same flags share it), at most `capacity`
+    of each (the oldest dropped). Owned by whoever builds operators repeatedly and passed as
     ``MatrixFreeDelassus(..., structures=...)``: a simulator's
     `simstep.problem.ProblemAssembler`, the loop-closure projection, a benchmark; an operator
     built without one (and without ``reuse``) makes its own, so nothing is cached behind the
@@ -365,21 +366,23 @@ class StructureCache:
 
     def __init__(self, model, capacity=256):
         self.model, self.capacity = model, int(capacity)
-        self._elim, self._roots, self._arrays = {}, {}, {}
+        self._elim, self._roots, self._arrays, self._structs = {}, {}, {}, {}
 
     def lcaba(self, cs):
         """`LcabaStructure` of the `ConstraintSet` cs (of this cache's model)."""
         if cs.model is not self.model:
             raise ValueError("the constraint set was built for another model")
         key = (cs.graph_key()[1], cs.joint_dofs_key())
-        hit = self._arrays.get(key)
+        hit = self._structs.get(key)
         if hit is None:
             model, pairs, dof = self.model, cs.coupling_pairs(), cs.dof
             el = self._get(self._elim, key[0], lambda: elimination_order_fast(model.parent, model.nvs, pairs))
             use_a = self._get(self._roots, key[1], lambda: free_roots(model, dof))
-            hit = self._get(self._arrays, key, lambda: (el, use_a, EliminationArrays(
+            # one kernel-arrays object per elimination and free-root flags (whatever joint rows gave them)
+            elk = self._get(self._arrays, (key[0], use_a.tobytes()), lambda: EliminationArrays(
                 use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr, el.pair_slot,
-                el.pair_tr)))
+                el.pair_tr))
+            hit = self._get(self._structs, key, lambda: (el, elk.use_a, elk))
         return LcabaStructure(hit[0], cs.cb_slot, hit[1], hit[2])
 
     def _get(self, table, key, make):

@@ -251,6 +251,7 @@ class ProblemAssembler:
         self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
         self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
+        self._tail_cone_sets = {}    # `_tail_cones` by (number of active limits, dt)
         self.sets = []           # (tail, contact keys, ConstraintSet, ConeSet) of the last KEEP_SETS contact sets
         self.ops = []            # the last KEEP_SETS matrix-free operators, newest first
         self.op = None           # the last operator
@@ -351,7 +352,7 @@ class ProblemAssembler:
         position errors (the tail's rows, `simstep.projection.closure_error_kernel`; None without
         loop closures) and the active limits' gaps (n,) (rad or m)."""
         sim = self.sim
-        m, dt = sim.model, sim.dt
+        dt = sim.dt
         limit_gaps, active = _EMPTY_F, _EMPTY_I
         if sim.joint_limits and self._lim_dof.size:
             gap, active = self._lim_gap, self._lim_active
@@ -363,21 +364,9 @@ class ProblemAssembler:
                 active = _EMPTY_I
         sig = active.tobytes()
         if self.tail is None or self.tail[0] != sig:
-            cones = ConeSet()
-            for lc in sim.extra_constraints:
-                if isinstance(lc, LoopClosure):
-                    cones.add("free", lc.nrows)
-                elif isinstance(lc, JointLimit):
-                    cones.add("orthant", 1)
-                else:
-                    cones.add("box", 1, lc.max_torque * dt)
-            for _ in range(active.shape[0]):
-                cones.add("orthant", 1)
-            for dof in self.fric_dofs:
-                cones.add("box", 1, m.friction[dof] * dt)
             tail = ConstraintSet.with_joint_limits(self._tail_head, self._lim_dof[active], self._lim_sgn[active],
                                                    self._tail_fric, [self._lim_rec[i] for i in active])
-            self.tail = (sig, tail, cones)
+            self.tail = (sig, tail, self._tail_cones(active.shape[0], dt))
         tail, tail_cones = self.tail[1], self.tail[2]
         extra_err = None
         if self._closure_rows:     # position errors of the loop closures (rows of the other kinds stay 0)
@@ -398,6 +387,29 @@ class ProblemAssembler:
         cones = ConeSet.with_contacts(c.friction, tail_cones)
         self.sets = [(tail, c.key, cs, cones)] + sets[:KEEP_SETS - 1]
         return cs, cones, extra_err, limit_gaps
+
+    def _tail_cones(self, nlimits, dt):
+        """The `ConeSet` of the rows after the contacts with `nlimits` active joint limits: the
+        world's extra constraints (loop closures free, joint limits orthant, joint friction box
+        |λ| ≤ max_torque dt), the limits (orthant), joint friction (box |λ| ≤ friction dt);
+        cached by (nlimits, dt)."""
+        key = (nlimits, dt)
+        cones = self._tail_cone_sets.get(key)
+        if cones is None:
+            cones = ConeSet()
+            for lc in self.sim.extra_constraints:
+                if isinstance(lc, LoopClosure):
+                    cones.add("free", lc.nrows)
+                elif isinstance(lc, JointLimit):
+                    cones.add("orthant", 1)
+                else:
+                    cones.add("box", 1, lc.max_torque * dt)
+            for _ in range(nlimits):
+                cones.add("orthant", 1)
+            for dof in self.fric_dofs:
+                cones.add("box", 1, self.sim.model.friction[dof] * dt)
+            cones = self._tail_cone_sets[key] = cones
+        return cones
 
     def _vectors(self, op, c, k, mrows, v, v_free, extra_err, limit_gaps):
         """g (`_stabilise`) and the warm start x0 (`_warm_start`) of a matrix-free operator

@@ -343,15 +343,26 @@ block's coupling slot (`ConstraintSet.cb_slot`), the free roots eliminated in li
 def free_roots(model, dof):
     """(n,) int64: 1 for free-flyer roots with no joint rows (dof: the rows' dofs, -1 for link
     rows) or armature on their dofs (LCABA eliminates them in link coordinates)."""
-    use_a = (model.jtype == FREE) & (model.parent < 0)
-    if np.any(use_a):
-        has_rows = np.zeros(model.nv, bool)
-        has_rows[dof[dof >= 0]] = True
-        has_rows |= model.armature != 0
-        for i in np.flatnonzero(use_a):
-            if has_rows[model.idx_v[i]:model.idx_v[i] + 6].any():
-                use_a[i] = False
-    return use_a.astype(np.int64)
+    use_a = np.empty(model.nbodies, np.int64)
+    free_roots_kernel(model.jtype, model.parent, model.idx_v, model.armature, dof, use_a)
+    return use_a
+
+
+@njit(cache=True)
+def free_roots_kernel(jtype, parent, idx_v, armature, dof, use_a):
+    """use_a[i] = 1 for the free-flyer roots i (jtype free, no parent) whose six dofs carry no
+    joint row (dof ≥ 0 entries of the rows' dofs) and no armature, else 0."""
+    has_row = np.zeros(armature.shape[0], np.bool_)
+    for r in range(dof.shape[0]):
+        if dof[r] >= 0:
+            has_row[dof[r]] = True
+    for i in range(jtype.shape[0]):
+        use_a[i] = 0
+        if jtype[i] == FREE and parent[i] < 0:
+            use_a[i] = 1
+            for k in range(idx_v[i], idx_v[i] + 6):
+                if has_row[k] or armature[k] != 0:
+                    use_a[i] = 0
 
 
 class StructureCache:

@@ -365,6 +365,7 @@ class ConstraintSet:
                             self.cb_row, self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg,
                             self.joint_friction_max, self.row_block, self.row_kind)
         self._init_derived()
+        self._dofs_key = head.joint_dofs_key() + dof.tobytes() + tail.joint_dofs_key()
         self._contact_arrays = (np.arange(m, dtype=np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.int64),
                                 np.zeros((0, 24)))
         return self

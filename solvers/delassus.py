@@ -47,8 +47,8 @@ from .delassus_kernels import (Blocks, Explicit, Factors, Geometry, Rows, Worksp
                                mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .elimination import StructureCache
-from .opstate import (StateCache, explicit_state, matrix_free_state, matrix_free_state_like,
-                      matrix_free_state_with_rows, max_eigenvalue, state_j_apply)
+from .opstate import (StateCache, explicit_state, matrix_free_state, matrix_free_state_like, max_eigenvalue,
+                      state_j_apply)
 
 
 
@@ -144,10 +144,9 @@ class MatrixFreeDelassus(_Rows):
 
     def __init__(self, model, q, constraints, data=None, damping=None, reuse=None, structures=None):
         """reuse: a previous operator of the same model that will not be used again (a
-        simulator's last step): its workspaces are taken over, and its factor storage when the
-        elimination structure is the same (the arrays of m rows reallocated if m differs; saves
-        ~20 allocations), and then its compiled state is the base of this one's
-        (`solvers.opstate.matrix_free_state_with_rows`).
+        simulator's oldest kept operator): its workspaces are taken over, and its factor storage
+        when the elimination structure is the same (the arrays of m rows reallocated if m
+        differs; saves ~20 allocations).
         structures: a `solvers.elimination.StructureCache` of the model, to share elimination
         orders between operators (default: reuse's, else a new one)."""
         super().__init__(model, q, constraints, data, matrix_free=True)
@@ -164,12 +163,11 @@ class MatrixFreeDelassus(_Rows):
         self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
         self._cstates = StateCache()     # `compiled_state`'s
         self._last_state = None
-        self._base_state = None          # the state of `reuse` on the storage taken over (`_structure`)
         self._q_rows = None              # whether the set has rows that `refresh` must recompute at a new q
         if reuse is not None and reuse.model is model and reuse is not self and reuse._ws is not None:
             ws, reuse._ws = reuse._ws, None            # the old operator reallocates if used again
             self._ws = ws if ws.y.shape[0] == self.m else Workspace(*ws[:7], np.empty(self.m))
-            self._reuse = (reuse, ws)    # its `fac` storage, if the elimination structure matches
+            self._reuse = reuse          # its `fac` storage, if the elimination structure matches
         if damping is not None:
             self.update_damping(damping)
 
@@ -261,15 +259,12 @@ class MatrixFreeDelassus(_Rows):
         self._st = st
         csk = Blocks(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, st.cb_slot, self.la, self.lb, self.kA,
                      self.kB, self.dof)
-        reuse, self._reuse = self._reuse, None
-        if reuse is not None and reuse[0]._st is not None and reuse[0]._st.elimination is el:
-            old, f = reuse[0], reuse[0]._fac
+        old, self._reuse = self._reuse, None
+        if old is not None and old._st is not None and old._st.elimination is el:
+            f = old._fac
             f.flag[0] = 0                # the unit sums Σ KᵀK belong to the old q
             Rv = f.Rv if f.Rv.shape[0] == self.m else np.empty(self.m)
             self._fac = Factors(csk, elk, *f[2:10], Rv, f.flag)
-            last = old._cstates.entries[0] if old._cstates.entries else None
-            if last is not None and last[0][1] is f and last[0][2] is reuse[1] and f.el is elk:
-                self._base_state = last[1]   # the old operator's state on this storage: this one's base
             old._fac, old._st, old._factored = None, None, False   # the old operator is spent
             self._work()
             return
@@ -305,15 +300,12 @@ class MatrixFreeDelassus(_Rows):
                 last[2] is self._ws:
             return last[3]
         parts = self.kernel_state()
-        entries, base = self._cstates.entries, self._base_state
+        entries = self._cstates.entries
         if entries and entries[0][0] is not parts:      # another Data: the last state with its arrays swapped
             old, prev = entries[0]
             state = self._cstates.get(parts, lambda p: matrix_free_state_like(p, prev, old))
-        elif base is not None:          # the first state, on the storage of the operator `reuse`d
-            state = self._cstates.get(parts, lambda p: matrix_free_state_with_rows(p, base))
         else:
             state = self._cstates.get(parts, matrix_free_state)
-        self._base_state = None
         self._last_state = (self.data, self._fac, self._ws, state)
         return state
 

@@ -538,12 +538,12 @@ def test_reuse_takes_over_storage_and_matches_a_fresh_operator():
         old.solve(b)
 
 
-def test_reuse_on_another_contact_set_derives_the_state_and_matches_a_fresh_operator():
+def test_reuse_on_another_contact_set_matches_a_fresh_operator():
     """`reuse=` with a new contact set of another number of rows on the same constraint graph
     (the simulator's path when a contact appears or disappears): the factor storage and
-    workspaces are taken over, the compiled state is derived from the old one
-    (`solvers.opstate.matrix_free_state_with_rows`), and it computes what a fresh operator's
-    state computes, bit for bit: J v, λ_max and an ADMM solve (factor, solve, matvec)."""
+    workspaces are taken over (the arrays of m rows reallocated), and the compiled state
+    computes what a fresh operator's state computes, bit for bit: J v, λ_max and an ADMM solve
+    (factor, solve, matvec)."""
     from solvers.admm import ADMMSolver
     from solvers.cones import ConeSet
     from solvers.elimination import StructureCache

@@ -377,9 +377,9 @@ class ProblemAssembler:
         sets = self.sets
         for i, e in enumerate(sets):
             if e[0] is tail and same_pairs_kernel(e[1], c.key):
-                # contacts of the same geometry pairs in the same order as the last step's or
-                # the one's before (the points within a pair may have been renumbered): that
-                # set's points are refreshed in place and its cached graph kept
+                # contacts of the same geometry pairs in the same order as one of the kept sets
+                # (the last step's, or one the contacts toggle back to; the points within a pair
+                # may have been renumbered): its points are refreshed in place, its graph kept
                 if i:
                     sets.insert(0, sets.pop(i))
                 return e[2].refresh_contacts(c.position, c.frame), e[3], extra_err, limit_gaps

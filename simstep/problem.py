@@ -330,16 +330,19 @@ class ProblemAssembler:
             op = DenseDelassus(sim.model, q, cs, data=data)
         else:
             ops = self.ops
-            op = next((o for o in ops if o.cs is cs), None)
-            if op is not None:
-                op.refresh(data)
-                ops.remove(op)
+            if ops and ops[0].cs is cs:      # the last step's set
+                op = ops[0].refresh(data)
             else:
-                old = ops.pop() if len(ops) == KEEP_SETS else None
-                op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=old, structures=self.structures)
-                if sim.lcp is None and sim.solver_name == "admm":
-                    op.compiled_state()     # the ADMM's state, built now: J v then runs on it (`state_j_apply`)
-            ops.insert(0, op)
+                op = next((o for o in ops if o.cs is cs), None)
+                if op is not None:
+                    op.refresh(data)
+                    ops.remove(op)
+                else:
+                    old = ops.pop() if len(ops) == KEEP_SETS else None
+                    op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=old, structures=self.structures)
+                    if sim.lcp is None and sim.solver_name == "admm":
+                        op.compiled_state()     # the ADMM's state, built now: J v then runs on it (`state_j_apply`)
+                ops.insert(0, op)
         self.op = op
         if op.m != m_rows:
             raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {m_rows}")

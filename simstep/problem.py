@@ -10,9 +10,10 @@ not change:
               rows), the joint limits within reach (orthant) and joint dry friction (box); the
               part after the contacts is rebuilt only when the active limits change, the
               contact part refreshed in place when the contacts come from the same geometry
-              pairs in the same order (`solvers.ConstraintSet.refresh_contacts`);
-  operator    refreshed at the step's `models.Data` for an unchanged set, else rebuilt on the
-              previous operator's arrays;
+              pairs in the same order as in one of the last KEEP_SETS sets
+              (`solvers.ConstraintSet.refresh_contacts`);
+  operator    that set's operator refreshed at the step's `models.Data`, else a new one on the
+              arrays of the oldest kept operator;
   targets     speculative distance, Baumgarte push-out capped at max_depenetration_velocity,
               Newton restitution of isolated impacts (`contact_targets_kernel`), loop-closure
               drift and joint-limit gaps with the same treatment;
@@ -45,6 +46,9 @@ drop_stale_cache(__file__, [solvers.opstate.__file__, solvers.delassus_kernels._
                             models.joints.__file__])
 
 WARM_START_GATE = 0.02     # m: a contact inherits the impulse of the nearest previous point of its pair within this
+# contact sets (and their operators) kept: a patch toggling between 3 and 4 points returns to the
+# set of two steps before (355 of 363 changes in 1500 steps of G1 lying on its back)
+KEEP_SETS = 2
 
 _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0)
@@ -91,13 +95,13 @@ def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, fra
 
 
 @njit(cache=True)
-def same_pairs_kernel(pairs, keys):
-    """True if the contacts of `keys` (k,) come from the geometry pairs `pairs` (k,) in the
-    same order (a key's pair is key // 4, `collision.Contacts.key`)."""
-    if pairs.shape[0] != keys.shape[0]:
+def same_pairs_kernel(prev_keys, keys):
+    """True if the contacts of `keys` (k,) come from the geometry pairs of `prev_keys` (k,) in
+    the same order (a key's pair is key // 4, `collision.Contacts.key`)."""
+    if prev_keys.shape[0] != keys.shape[0]:
         return False
     for i in range(keys.shape[0]):
-        if keys[i] // 4 != pairs[i]:
+        if keys[i] // 4 != prev_keys[i] // 4:
             return False
     return True
 
@@ -239,8 +243,8 @@ class ProblemAssembler:
     """Builds each step's `ContactProblem` for a `Simulator` (reads its settings: dt, erp,
     contact_slop, max_depenetration_velocity, restitution_threshold, joint limits, operator, the
     world's extra constraints) and owns the caches carried between steps: the rows after the
-    contacts (`tail`), the last constraint set, the operator, LCABA's eliminations
-    (`structures`), λ_max and the warm start."""
+    contacts (`tail`), the last KEEP_SETS constraint sets (`sets`) and operators (`ops`), LCABA's
+    eliminations (`structures`), λ_max and the warm start."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -260,8 +264,10 @@ class ProblemAssembler:
         self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
         self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
-        self.last_set = None     # (tail, geometry pairs, ConstraintSet, ConeSet) of the last step with contacts
-        self.op = None           # the last operator (its arrays are reused by the next one)
+        self._tail_cone_sets = {}    # `_tail_cones` by (number of active limits, dt)
+        self.sets = []           # (tail, contact keys, ConstraintSet, ConeSet) of the last KEEP_SETS contact sets
+        self.ops = []            # the last KEEP_SETS matrix-free operators, newest first
+        self.op = None           # the last operator
         self._eig = None         # (graph key, rows, λ_max)
         self.structures = StructureCache(sim.model)   # LCABA's eliminations per constraint graph
         extra = sim.extra_constraints
@@ -274,12 +280,18 @@ class ProblemAssembler:
         self._closure_rows = any(isinstance(lc, LoopClosure) for lc in extra)
 
     # ------------------------------------------------------------------ step protocol
+    @property
+    def last_set(self):
+        """(tail, contact keys, ConstraintSet, ConeSet) of the last step with contacts, or None."""
+        return self.sets[0] if self.sets else None
+
     def snapshot(self):
         """What `build` may change, for `restore` after a failed step."""
-        return self.op, self._eig, self.tail
+        return self.op, list(self.ops), self._eig, self.tail
 
     def restore(self, saved):
-        self.op, self._eig, self.tail = saved
+        self.op, ops, self._eig, self.tail = saved
+        self.ops = list(ops)
 
     def reset_warm(self):
         """Forget the warm start (a new state)."""
@@ -323,17 +335,27 @@ class ProblemAssembler:
 
     # ------------------------------------------------------------------ pieces
     def _operator(self, cs, m_rows, q, data):
-        """G at q: the dense baseline, the last matrix-free operator refreshed for the same set
-        (rows recomputed in place, factors kept), or a new one on the last one's arrays."""
+        """G at q: the dense baseline, or the matrix-free operator of the same set among the last
+        KEEP_SETS refreshed (rows recomputed in place, storage kept), or a new one on the arrays
+        of the oldest of them, which leaves the cache."""
         sim = self.sim
         if sim.operator != "matrix_free":
             op = DenseDelassus(sim.model, q, cs, data=data)
-        elif self.op is not None and self.op.cs is cs:
-            op = self.op.refresh(data)
         else:
-            op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=self.op, structures=self.structures)
-            if sim.lcp is None and sim.solver_name == "admm":
-                op.compiled_state()     # the ADMM's state, built now: J v then runs on it (`state_j_apply`)
+            ops = self.ops
+            if ops and ops[0].cs is cs:      # the last step's set
+                op = ops[0].refresh(data)
+            else:
+                op = next((o for o in ops if o.cs is cs), None)
+                if op is not None:
+                    op.refresh(data)
+                    ops.remove(op)
+                else:
+                    old = ops.pop() if len(ops) == KEEP_SETS else None
+                    op = MatrixFreeDelassus(sim.model, q, cs, data=data, reuse=old, structures=self.structures)
+                    if sim.lcp is None and sim.solver_name == "admm":
+                        op.compiled_state()     # the ADMM's state, built now: J v then runs on it (`state_j_apply`)
+                ops.insert(0, op)
         self.op = op
         if op.m != m_rows:
             raise RuntimeError(f"constraint rows mismatch: operator {op.m}, cones {m_rows}")
@@ -346,7 +368,7 @@ class ProblemAssembler:
         position errors (the tail's rows, `simstep.projection.closure_error_kernel`; None without
         loop closures) and the active limits' gaps (n,) (rad or m)."""
         sim = self.sim
-        m, dt = sim.model, sim.dt
+        dt = sim.dt
         limit_gaps, active = _EMPTY_F, _EMPTY_I
         if sim.joint_limits and self._lim_dof.size:
             gap, active = self._lim_gap, self._lim_active
@@ -358,21 +380,9 @@ class ProblemAssembler:
                 active = _EMPTY_I
         sig = active.tobytes()
         if self.tail is None or self.tail[0] != sig:
-            cones = ConeSet()
-            for lc in sim.extra_constraints:
-                if isinstance(lc, LoopClosure):
-                    cones.add("free", lc.nrows)
-                elif isinstance(lc, JointLimit):
-                    cones.add("orthant", 1)
-                else:
-                    cones.add("box", 1, lc.max_torque * dt)
-            for _ in range(active.shape[0]):
-                cones.add("orthant", 1)
-            for dof in self.fric_dofs:
-                cones.add("box", 1, m.friction[dof] * dt)
             tail = ConstraintSet.with_joint_limits(self._tail_head, self._lim_dof[active], self._lim_sgn[active],
                                                    self._tail_fric, [self._lim_rec[i] for i in active])
-            self.tail = (sig, tail, cones)
+            self.tail = (sig, tail, self._tail_cones(active.shape[0], dt))
         tail, tail_cones = self.tail[1], self.tail[2]
         extra_err = None
         if self._closure_rows:     # position errors of the loop closures (rows of the other kinds stay 0)
@@ -380,16 +390,42 @@ class ProblemAssembler:
             closure_error_kernel(tail.cb_kind, tail.cb_row, tail.cb_body, tail.cb_f, data.oR, data.op, extra_err)
         if not k:
             return tail, tail_cones, extra_err, limit_gaps
-        last = self.last_set
-        if last is not None and last[0] is tail and same_pairs_kernel(last[1], c.key):
-            # contacts of the same geometry pairs in the same order (the points within a pair
-            # may have been renumbered): the set's points are refreshed in place and its
-            # cached graph kept
-            return last[2].refresh_contacts(c.position, c.frame), last[3], extra_err, limit_gaps
+        sets = self.sets
+        for i, e in enumerate(sets):
+            if e[0] is tail and same_pairs_kernel(e[1], c.key):
+                # contacts of the same geometry pairs in the same order as one of the kept sets
+                # (the last step's, or one the contacts toggle back to; the points within a pair
+                # may have been renumbered): its points are refreshed in place, its graph kept
+                if i:
+                    sets.insert(0, sets.pop(i))
+                return e[2].refresh_contacts(c.position, c.frame), e[3], extra_err, limit_gaps
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
         cones = ConeSet.with_contacts(c.friction, tail_cones)
-        self.last_set = (tail, c.key // 4, cs, cones)     # the geometry pair of each contact
+        self.sets = [(tail, c.key, cs, cones)] + sets[:KEEP_SETS - 1]
         return cs, cones, extra_err, limit_gaps
+
+    def _tail_cones(self, nlimits, dt):
+        """The `ConeSet` of the rows after the contacts with `nlimits` active joint limits: the
+        world's extra constraints (loop closures free, joint limits orthant, joint friction box
+        |λ| ≤ max_torque dt), the limits (orthant), joint friction (box |λ| ≤ friction dt);
+        cached by (nlimits, dt)."""
+        key = (nlimits, dt)
+        cones = self._tail_cone_sets.get(key)
+        if cones is None:
+            cones = ConeSet()
+            for lc in self.sim.extra_constraints:
+                if isinstance(lc, LoopClosure):
+                    cones.add("free", lc.nrows)
+                elif isinstance(lc, JointLimit):
+                    cones.add("orthant", 1)
+                else:
+                    cones.add("box", 1, lc.max_torque * dt)
+            for _ in range(nlimits):
+                cones.add("orthant", 1)
+            for dof in self.fric_dofs:
+                cones.add("box", 1, self.sim.model.friction[dof] * dt)
+            cones = self._tail_cone_sets[key] = cones
+        return cones
 
     def _vectors(self, op, c, k, mrows, v, v_free, extra_err, limit_gaps):
         """g (`_stabilise`) and the warm start x0 (`_warm_start`) of a matrix-free operator

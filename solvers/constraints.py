@@ -276,11 +276,12 @@ class ConstraintSet:
         self._init_derived()
 
     def _init_derived(self):
-        """What is derived from the blocks on first use: the coupling pairs and graph key, and
-        `derived`, the structures that algorithms compute once per set (keyed by algorithm:
-        PV-OSIMr's side ordering, the prepared constrained dynamics)."""
+        """What is derived from the blocks on first use: the coupling pairs, graph key and joint
+        dofs key, and `derived`, the structures that algorithms compute once per set (keyed by
+        algorithm: PV-OSIMr's side ordering, the prepared constrained dynamics)."""
         self._pairs = None
         self._graph_key = None
+        self._dofs_key = None
         self.derived = {}
 
     @staticmethod
@@ -301,31 +302,32 @@ class ConstraintSet:
         """k contacts (body indices (k,), points (k, 3), frames (k, 3, 3), friction (k,), as a
         collision detector gives them, trusted) followed by the blocks of `tail`, a
         ConstraintSet without contacts; the same arrays as ``ConstraintSet(model,
-        [ContactSet(...), *tail.constraints])``, built by one kernel (the simulator's per-step
-        path)."""
+        [ContactSet(...), *tail.constraints])``, built by one kernel with the coupling pairs
+        (the simulator's per-step path)."""
         k = body1.shape[0]
         if tail.ncontacts:
             raise ValueError("with_contacts: the tail must not hold contacts")
         self = cls.__new__(cls)
         self.model = tail.model
-        self.constraints = [ContactSet.__new__(ContactSet)] + tail.constraints
-        c0 = self.constraints[0]
+        c0 = ContactSet.__new__(ContactSet)
         c0.body1, c0.body2, c0.position, c0.frame = body1, body2, position, frame
         c0.friction, c0.nrows = friction, 3 * k
+        self.constraints = [c0] + tail.constraints
         nb, m = k + tail.cb_kind.shape[0], 3 * k + tail.m
-        self.m = m
+        tgen = tail.contact_arrays()[0]
+        self.m, self.mu = m, np.asarray(friction, float)
         self.cb_kind, self.cb_row, self.cb_nrows = np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(nb, np.int64)
-        self.cb_body, self.cb_f = np.empty((nb, 2), np.int64), np.empty((nb, 24))
+        self.cb_body, self.cb_f, self.cb_slot = np.empty((nb, 2), np.int64), np.empty((nb, 24)), np.empty(nb, np.int64)
         self.dof, self.sg, self.joint_friction_max = np.empty(m, np.int64), np.empty(m), np.empty(m)
         self.row_block, self.row_kind = np.empty(m, np.int64), np.empty(m, np.int64)
-        self.mu, self.contact_row = np.asarray(friction, float), 3 * np.arange(k, dtype=np.int64)
-        with_contacts_kernel(body1, body2, position, frame, tail.cb_kind, tail.cb_row, tail.cb_nrows, tail.cb_body,
-                             tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, self.cb_kind, self.cb_row,
-                             self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg, self.joint_friction_max,
-                             self.row_block, self.row_kind)
-        self._init_derived()
+        self.contact_row, gen = np.empty(k, np.int64), np.empty(tgen.shape[0], np.int64)
+        pairs = with_contacts_kernel(body1, body2, position, frame, tail.cb_kind, tail.cb_row, tail.cb_nrows,
+                                     tail.cb_body, tail.cb_f, tail.dof, tail.sg, tail.joint_friction_max, tgen,
+                                     self.model.nbodies, self.cb_kind, self.cb_row, self.cb_nrows, self.cb_body,
+                                     self.cb_f, self.dof, self.sg, self.joint_friction_max, self.row_block,
+                                     self.row_kind, self.contact_row, gen, self.cb_slot)
+        self._pairs, self._graph_key, self._dofs_key, self.derived = pairs, None, tail.joint_dofs_key(), {}
         # (gen, crow, cbody, cf) of `contact_arrays`: the contacts are the first k blocks
-        gen = tail.contact_arrays()[0] + 3 * k
         self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
         return self
 
@@ -363,6 +365,7 @@ class ConstraintSet:
                             self.cb_row, self.cb_nrows, self.cb_body, self.cb_f, self.dof, self.sg,
                             self.joint_friction_max, self.row_block, self.row_kind)
         self._init_derived()
+        self._dofs_key = head.joint_dofs_key() + dof.tobytes() + tail.joint_dofs_key()
         self._contact_arrays = (np.arange(m, dtype=np.int64), np.zeros(0, np.int64), np.zeros((0, 2), np.int64),
                                 np.zeros((0, 24)))
         return self
@@ -402,6 +405,12 @@ class ConstraintSet:
             ca = self._contact_arrays = (gen.astype(np.int64), np.ascontiguousarray(self.cb_row[ci]),
                                          np.ascontiguousarray(self.cb_body[ci]), np.ascontiguousarray(self.cb_f[ci]))
         return ca
+
+    def joint_dofs_key(self):
+        """The dofs of the joint rows in row order, as bytes (the key of `solvers.elimination.free_roots`); cached."""
+        if self._dofs_key is None:
+            self._dofs_key = self.dof[self.dof >= 0].tobytes()
+        return self._dofs_key
 
     def graph_key(self):
         """Hashable key of the constraint graph (the coupling pairs): the elimination order cache key."""
@@ -540,20 +549,27 @@ def contact_points_kernel(pos, frame, cb_f):
 
 
 @njit(cache=True)
-def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf,
-                         cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind):
-    """Flat arrays of k contacts followed by a contact-free tail set (`ConstraintSet.with_contacts`)."""
+def with_contacts_kernel(b1, b2, pos, frame, t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf, t_gen, nbodies,
+                         cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind, crow, gen,
+                         cb_slot):
+    """Flat arrays of k contacts followed by a contact-free tail set (`ConstraintSet.with_contacts`):
+    the blocks and rows, the contacts' first rows crow (k,), the other rows gen (the tail's t_gen
+    shifted by 3k) and the coupling slots cb_slot; returns the coupling pairs (`coupling_kernel`)."""
     k = b1.shape[0]
     contact_points_kernel(pos, frame, cb_f)
     for i in range(k):
         cb_kind[i], cb_row[i], cb_nrows[i] = CONTACT, 3 * i, 3
         cb_body[i, 0], cb_body[i, 1] = b1[i], b2[i]
+        crow[i] = 3 * i
         for a in range(12, 24):
             cb_f[i, a] = 0.0
         for r in range(3 * i, 3 * i + 3):
             dof[r], sg[r], jf[r], row_block[r], row_kind[r] = -1, 0.0, np.nan, i, CONTACT
     _append_blocks(t_kind, t_row, t_nrows, t_body, t_f, t_dof, t_sg, t_jf, k, 3 * k,
                    cb_kind, cb_row, cb_nrows, cb_body, cb_f, dof, sg, jf, row_block, row_kind)
+    for e in range(t_gen.shape[0]):
+        gen[e] = t_gen[e] + 3 * k
+    return coupling_kernel(cb_body, nbodies, cb_slot)
 
 
 @njit(cache=True)

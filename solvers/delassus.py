@@ -42,7 +42,7 @@ from models.dynamics import aba_factor_kernel, crba_kernel
 from models.kinematics import kinematics_kernel
 
 from .constraints import POINT, WELD, as_constraint_set, rows_kernel
-from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
+from .delassus_kernels import (Blocks, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
                                dense_jacobian_kernel, dense_solve, j_apply_kernel, jt_apply_kernel, jt_minv_kernel,
                                mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
@@ -144,8 +144,9 @@ class MatrixFreeDelassus(_Rows):
 
     def __init__(self, model, q, constraints, data=None, damping=None, reuse=None, structures=None):
         """reuse: a previous operator of the same model that will not be used again (a
-        simulator's last step); its factor and workspace arrays are taken over when the
-        constraint graph and the number of rows are the same (saves ~20 allocations).
+        simulator's oldest kept operator): its workspaces are taken over, and its factor storage
+        when the elimination structure is the same (the arrays of m rows reallocated if m
+        differs; saves ~20 allocations).
         structures: a `solvers.elimination.StructureCache` of the model, to share elimination
         orders between operators (default: reuse's, else a new one)."""
         super().__init__(model, q, constraints, data, matrix_free=True)
@@ -163,8 +164,9 @@ class MatrixFreeDelassus(_Rows):
         self._cstates = StateCache()     # `compiled_state`'s
         self._last_state = None
         self._q_rows = None              # whether the set has rows that `refresh` must recompute at a new q
-        if reuse is not None and reuse.model is model and reuse.m == self.m and reuse is not self:
-            self._ws, reuse._ws = reuse._ws, None      # the old operator reallocates if used again
+        if reuse is not None and reuse.model is model and reuse is not self and reuse._ws is not None:
+            ws, reuse._ws = reuse._ws, None            # the old operator reallocates if used again
+            self._ws = ws if ws.y.shape[0] == self.m else Workspace(*ws[:7], np.empty(self.m))
             self._reuse = reuse          # its `fac` storage, if the elimination structure matches
         if damping is not None:
             self.update_damping(damping)
@@ -252,19 +254,18 @@ class MatrixFreeDelassus(_Rows):
         coordinates); then the per-q factor storage `fac` (see `delassus_kernels`)."""
         model, cs = self.model, self.cs
         st = self.structures.lcaba(cs)
-        el, cb_slot, use_a = st
+        el, elk = st.elimination, st.arrays
         n = model.nbodies
         self._st = st
-        csk = Blocks(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, cb_slot, self.la, self.lb, self.kA,
+        csk = Blocks(cs.cb_kind, cs.cb_row, cs.cb_nrows, cs.cb_body, cs.cb_f, st.cb_slot, self.la, self.lb, self.kA,
                      self.kB, self.dof)
-        elk = EliminationArrays(use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr,
-                                el.pair_slot, el.pair_tr)
         old, self._reuse = self._reuse, None
-        if old is not None and old._st is not None and old._st[0] is el:
+        if old is not None and old._st is not None and old._st.elimination is el:
             f = old._fac
             f.flag[0] = 0                # the unit sums Σ KᵀK belong to the old q
-            self._fac = f._replace(cs=csk, el=elk)
-            old._fac, old._st, old._ws, old._factored = None, None, None, False   # the old operator is spent
+            Rv = f.Rv if f.Rv.shape[0] == self.m else np.empty(self.m)
+            self._fac = Factors(csk, elk, *f[2:10], Rv, f.flag)
+            old._fac, old._st, old._factored = None, None, False   # the old operator is spent
             self._work()
             return
         # Pd, Po, Pj: unit-damping sums (scalar damping); Hd, Ho, Dj: damped inertias; L, Y factors
@@ -282,6 +283,8 @@ class MatrixFreeDelassus(_Rows):
         self._need_aba()
         if self._st is None:
             self._structure()
+        elif self._ws is None:           # given to a newer operator (`reuse`)
+            self._work()
         for key in self._kstates:
             if key[0] is self.data and key[1] is self._fac and key[2] is self._ws:
                 return key[3]
@@ -363,7 +366,7 @@ class MatrixFreeDelassus(_Rows):
             arrs += list(self._ws)
         total = sum(a.nbytes for a in arrs)
         if self._st is not None:
-            el, cb_slot, use_a = self._st
+            el, cb_slot, use_a = self._st[:3]
             f = self._fac
             total += sum(a.nbytes for a in (f.Hd, f.Ho, f.Dj, f.L, f.Y, f.Rv, f.flag))
             total += cb_slot.nbytes + use_a.nbytes + el.nbytes()

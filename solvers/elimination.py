@@ -23,6 +23,8 @@ from numba import njit
 
 from models.joints import FREE
 
+from .delassus_kernels import EliminationArrays
+
 
 @dataclass
 class Elimination:
@@ -332,48 +334,67 @@ def elimination_order_fast(parent, nvs, pairs):
     return Elimination(order, parent[order], nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr,
                        slot_pair.shape[0], ninit, slot_pair, slot_pair.shape[0] - ninit)
 
-LcabaStructure = namedtuple("LcabaStructure", "elimination cb_slot use_a")
+LcabaStructure = namedtuple("LcabaStructure", "elimination cb_slot use_a arrays")
 """What LCABA needs of a constraint set besides its rows: the `Elimination`, each constraint
-block's coupling slot (`ConstraintSet.cb_slot`) and the free roots eliminated in link
-coordinates (`free_roots`)."""
+block's coupling slot (`ConstraintSet.cb_slot`), the free roots eliminated in link coordinates
+(`free_roots`) and both as the kernels' `solvers.delassus_kernels.EliminationArrays`."""
 
 
 def free_roots(model, dof):
     """(n,) int64: 1 for free-flyer roots with no joint rows (dof: the rows' dofs, -1 for link
     rows) or armature on their dofs (LCABA eliminates them in link coordinates)."""
-    use_a = (model.jtype == FREE) & (model.parent < 0)
-    if np.any(use_a):
-        has_rows = np.zeros(model.nv, bool)
-        has_rows[dof[dof >= 0]] = True
-        has_rows |= model.armature != 0
-        for i in np.flatnonzero(use_a):
-            if has_rows[model.idx_v[i]:model.idx_v[i] + 6].any():
-                use_a[i] = False
-    return use_a.astype(np.int64)
+    use_a = np.empty(model.nbodies, np.int64)
+    free_roots_kernel(model.jtype, model.parent, model.idx_v, model.armature, dof, use_a)
+    return use_a
+
+
+@njit(cache=True)
+def free_roots_kernel(jtype, parent, idx_v, armature, dof, use_a):
+    """use_a[i] = 1 for the free-flyer roots i (jtype free, no parent) whose six dofs carry no
+    joint row (dof ≥ 0 entries of the rows' dofs) and no armature, else 0."""
+    has_row = np.zeros(armature.shape[0], np.bool_)
+    for r in range(dof.shape[0]):
+        if dof[r] >= 0:
+            has_row[dof[r]] = True
+    for i in range(jtype.shape[0]):
+        use_a[i] = 0
+        if jtype[i] == FREE and parent[i] < 0:
+            use_a[i] = 1
+            for k in range(idx_v[i], idx_v[i] + 6):
+                if has_row[k] or armature[k] != 0:
+                    use_a[i] = 0
 
 
 class StructureCache:
-    """LCABA's structure per constraint graph of one model: eliminations by coupling graph and
-    free-root flags by joint rows, at most `capacity` of each (the oldest dropped). Owned by
-    whoever builds operators repeatedly and passed as ``MatrixFreeDelassus(...,
-    structures=...)``: a simulator's `simstep.problem.ProblemAssembler`, the loop-closure
-    projection, a benchmark; an operator built without one (and without ``reuse``) makes its
-    own, so nothing is cached behind the caller's back."""
+    """LCABA's structure per constraint graph of one model: eliminations by coupling graph,
+    free-root flags by joint rows, their kernel arrays by both (one object per elimination and
+    flags, so operators on other joint rows with the same flags share it), at most `capacity`
+    of each (the oldest dropped). Owned by whoever builds operators repeatedly and passed as
+    ``MatrixFreeDelassus(..., structures=...)``: a simulator's
+    `simstep.problem.ProblemAssembler`, the loop-closure projection, a benchmark; an operator
+    built without one (and without ``reuse``) makes its own, so nothing is cached behind the
+    caller's back."""
 
     def __init__(self, model, capacity=256):
         self.model, self.capacity = model, int(capacity)
-        self._elim, self._roots = {}, {}
+        self._elim, self._roots, self._arrays, self._structs = {}, {}, {}, {}
 
     def lcaba(self, cs):
         """`LcabaStructure` of the `ConstraintSet` cs (of this cache's model)."""
         if cs.model is not self.model:
             raise ValueError("the constraint set was built for another model")
-        pairs = cs.coupling_pairs()
-        el = self._get(self._elim, cs.graph_key()[1],
-                       lambda: elimination_order_fast(self.model.parent, self.model.nvs, pairs))
-        dof = cs.dof
-        use_a = self._get(self._roots, dof[dof >= 0].tobytes(), lambda: free_roots(self.model, dof))
-        return LcabaStructure(el, cs.cb_slot, use_a)
+        key = (cs.graph_key()[1], cs.joint_dofs_key())
+        hit = self._structs.get(key)
+        if hit is None:
+            model, pairs, dof = self.model, cs.coupling_pairs(), cs.dof
+            el = self._get(self._elim, key[0], lambda: elimination_order_fast(model.parent, model.nvs, pairs))
+            use_a = self._get(self._roots, key[1], lambda: free_roots(model, dof))
+            # one kernel-arrays object per elimination and free-root flags (whatever joint rows gave them)
+            elk = self._get(self._arrays, (key[0], use_a.tobytes()), lambda: EliminationArrays(
+                use_a, el.order, el.par, el.nb_ptr, el.nb_node, el.nb_slot, el.nb_tr, el.pair_ptr, el.pair_slot,
+                el.pair_tr))
+            hit = self._get(self._structs, key, lambda: (el, elk.use_a, elk))
+        return LcabaStructure(hit[0], cs.cb_slot, hit[1], hit[2])
 
     def _get(self, table, key, make):
         value = table.get(key)

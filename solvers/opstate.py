@@ -38,8 +38,8 @@ from models.jitcache import drop_stale_cache
 from . import delassus_kernels as _dk
 from . import lcaba_kernels as _lk
 from . import scaling as _scaling
-from .delassus_kernels import (Explicit, Factors, Geometry, dense_factor, dense_solve, j_apply_kernel, jt_minv_kernel,
-                               mf_matvec)
+from .delassus_kernels import (Blocks, EliminationArrays, Explicit, Factors, Geometry, Rows, Workspace, dense_factor,
+                               dense_solve, j_apply_kernel, jt_minv_kernel, mf_matvec)
 from .lcaba_kernels import mf_factor, mf_solve
 from .scaling import delassus_diagonal_kernel
 
@@ -91,9 +91,26 @@ def matrix_free_state_like(parts, state, old):
     return matrix_free_state(parts)
 
 
+@njit(cache=True)
+def _flat_state(jint, S, H, U, Dinv, armature, la, lb, kA, kB, dof, sg, gen, crow, cbody, cf,
+                cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, b_la, b_lb, b_kA, b_kB, b_dof,
+                use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr,
+                Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag, fext, tau, qdd, acc, pA, g, w, y, G, C, d, t):
+    """A matrix-free `OperatorState` from the leaves of its (geo, fac, ws) tuples and of the
+    explicit placeholders (G, C, d, t), in the tuples' field order: 60 plain arrays to type,
+    about three times faster than the same arrays in nested tuples."""
+    rows = Rows(la, lb, kA, kB, dof, sg, gen, crow, cbody, cf)
+    cs = Blocks(cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, b_la, b_lb, b_kA, b_kB, b_dof)
+    el = EliminationArrays(use_a, order, par, nb_ptr, nb_node, nb_slot, nb_tr, pair_ptr, pair_slot, pair_tr)
+    return OperatorState(0, Geometry(jint, S, H, U, Dinv, armature, rows),
+                         Factors(cs, el, Pd, Po, Pj, Hd, Ho, Dj, L, Y, Rv, flag),
+                         Workspace(fext, tau, qdd, acc, pA, g, w, y), Explicit(G, C, d, t))
+
+
 def matrix_free_state(parts):
     """`OperatorState` of a matrix-free operator's (geo, fac, ws) tuples (`delassus_kernels`)."""
-    return OperatorState(0, parts[0], parts[1], parts[2], _placeholders()[1])
+    (geo, fac, ws), dn = parts, _placeholders()[1]
+    return _flat_state(*geo[:6], *geo.rows, *fac.cs, *fac.el, *fac[2:], *ws, *dn)
 
 
 def explicit_state(dn):

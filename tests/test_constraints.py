@@ -113,6 +113,9 @@ def test_with_joint_limits_matches_constraint_set():
                          "row_block", "row_kind"):
                 np.testing.assert_array_equal(getattr(c4, name), getattr(c5, name), err_msg=name)
             np.testing.assert_array_equal(c4.coupling_pairs(), c5.coupling_pairs())
+            np.testing.assert_array_equal(c4.cb_slot, c5.cb_slot)
+            for c in (c1, c3, c4):            # inherited / assembled, not recomputed from the rows
+                assert c.joint_dofs_key() == c2.joint_dofs_key() == c2.dof[c2.dof >= 0].tobytes()
             q = model.random_configuration(rng)
             np.testing.assert_array_equal(DenseDelassus(model, q, c4).J, DenseDelassus(model, q, c5).J)
 

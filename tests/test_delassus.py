@@ -538,6 +538,53 @@ def test_reuse_takes_over_storage_and_matches_a_fresh_operator():
         old.solve(b)
 
 
+def test_reuse_on_another_contact_set_matches_a_fresh_operator():
+    """`reuse=` with a new contact set of another number of rows on the same constraint graph
+    (the simulator's path when a contact appears or disappears): the factor storage and
+    workspaces are taken over (the arrays of m rows reallocated), and the compiled state
+    computes what a fresh operator's state computes, bit for bit: J v, λ_max and an ADMM solve
+    (factor, solve, matvec)."""
+    from solvers.admm import ADMMSolver
+    from solvers.cones import ConeSet
+    from solvers.elimination import StructureCache
+    from solvers.opstate import state_j_apply, state_max_eigenvalue
+    rng = np.random.default_rng(23)
+    model = random_forest(rng, 10, nroots=2)
+    q0, q1 = model.random_configuration(rng), model.random_configuration(rng)
+    tail = ConstraintSet(model, [JointLimit(model.joint_names[3], "lower")])
+    coupled = random_contacts(rng, model, q0, 0, 2)
+    sets = []
+    for k in (3, 5, 2):        # unary contacts: the coupling graph stays that of the two binary ones
+        cons = random_contacts(rng, model, q0, k, 0) + coupled
+        sets.append(ConstraintSet.with_contacts(
+            tail, np.array([c.body1 for c in cons]), np.array([c.body2 for c in cons]),
+            np.array([c.position for c in cons]), np.array([c.frame for c in cons]), np.full(len(cons), 0.5)))
+    sc = StructureCache(model)
+    d0, d1 = models.Data(model).compute(q0), models.Data(model).compute(q1)
+    op = MatrixFreeDelassus(model, q0, sets[0], data=d0, structures=sc)
+    op.compiled_state()
+    for i, cs in enumerate(sets[1:]):
+        data, q = (d1, q1) if i % 2 == 0 else (d0, q0)
+        fac = op.kernel_state()[1]
+        new = MatrixFreeDelassus(model, q, cs, data=data, reuse=op, structures=sc)
+        state = new.compiled_state()
+        assert new.kernel_state()[1].Pd is fac.Pd and new.kernel_state()[1].Rv.shape == (cs.m,)
+        fresh = MatrixFreeDelassus(model, q, cs, data=models.Data(model).compute(q), structures=sc)
+        v = rng.normal(size=model.nv)
+        a, b = np.empty(cs.m), np.empty(cs.m)
+        state_j_apply(state, v, a)
+        state_j_apply(fresh.compiled_state(), v, b)
+        assert np.array_equal(a, b)
+        assert state_max_eigenvalue(state, 15) == fresh.max_eigenvalue(15)
+        g = rng.normal(size=cs.m)
+        cones = ConeSet.with_contacts(cs.mu, ConeSet.from_blocks([("orthant", 1, 0.0)]))
+        r1, r2 = ADMMSolver().solve(new, g, cones), ADMMSolver().solve(fresh, g, cones)
+        assert r1.iterations == r2.iterations > 0 and np.array_equal(r1.lam, r2.lam)
+        with pytest.raises(RuntimeError):
+            op.solve(np.ones(op.m))          # the old operator is spent
+        op = new
+
+
 def test_refresh_at_a_new_configuration_matches_the_dense_oracle():
     """`refresh` (the simulator's path when the contact set did not change): the same
     constraint set object, its contact points moved in place (`refresh_contacts`), loop-closure

@@ -236,6 +236,47 @@ def test_bad_input():
     assert np.array_equal(sim.q, w.q0)   # failed calls left the state alone
 
 
+def _contacts_subset(c, idx):
+    """The `collision.Contacts` c restricted to the contacts idx (positions moved by 1 mm)."""
+    out = type(c).__new__(type(c))
+    for name in type(c).__slots__:
+        setattr(out, name, np.ascontiguousarray(getattr(c, name)[idx]))
+    out.position = out.position + 1e-3
+    return out
+
+
+def test_contact_set_of_two_steps_before_is_refreshed_bitwise():
+    """Contacts toggling between two sets (a patch of 3 and 4 points): the third step's set is
+    the first one's, refreshed in place with its operator (`ProblemAssembler.sets`, `ops`),
+    and the problem it gives (g, x0, J v, G x, the rows' cones) is bitwise that of a rebuild."""
+    import scenes
+    world = scenes.box_pyramid()
+    sim, ref = simstep.Simulator(world), simstep.Simulator(world)
+    for s in (sim, ref):
+        s.run(150)
+    d = sim.data
+    c = sim.detector.detect(sim.q, placements=(d.oR, d.op))
+    k = len(c)
+    v_free = sim.v.copy()
+    asm = sim.assembler
+    c1 = _contacts_subset(c, np.arange(k))
+    p1 = asm.build(c1, sim.q, sim.v, v_free, d)
+    cs1, op1 = p1.cs, p1.op
+    p2 = asm.build(_contacts_subset(c, np.arange(k - 1)), sim.q, sim.v, v_free, d)
+    assert p2.cs is not cs1 and p2.op is not op1
+    c3 = _contacts_subset(c1, np.arange(k))           # the first set's contacts, moved
+    p3 = asm.build(c3, sim.q, sim.v, v_free, d)
+    assert p3.cs is cs1 and p3.op is op1 and asm.ops == [op1, p2.op]
+    ref.assembler.sets = []
+    r3 = ref.assembler.build(c3, sim.q, sim.v, v_free, d)
+    assert r3.cs is not cs1
+    x = np.random.default_rng(0).normal(size=p3.op.m)
+    assert np.array_equal(p3.g, r3.g) and np.array_equal(p3.cones.arrays()[3], r3.cones.arrays()[3])
+    assert (p3.x0 is None) == (r3.x0 is None) and (p3.x0 is None or np.array_equal(p3.x0, r3.x0))
+    assert np.array_equal(p3.op.J_apply(sim.v), r3.op.J_apply(sim.v))
+    assert np.array_equal(p3.op.matvec(x), r3.op.matvec(x))
+
+
 def test_unchanged_contact_set_is_refreshed_in_place_bitwise():
     """A step whose contact keys equal the previous step's refreshes the previous constraint set
     and operator in place (`ConstraintSet.refresh_contacts`, `MatrixFreeDelassus.refresh`)
@@ -247,7 +288,7 @@ def test_unchanged_contact_set_is_refreshed_in_place_bitwise():
     fast, slow = simstep.Simulator(world), simstep.Simulator(world)
     ops, reused = set(), 0
     for _ in range(400):
-        slow.assembler.last_set = None            # forces the rebuild path
+        slow.assembler.sets = []                  # forces the rebuild path
         fast.step()
         slow.step()
         reused += id(fast.assembler.op) in ops

@@ -87,9 +87,8 @@ from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, ConeSet, desaxce_kernel, on_edge, project_kernel, \
     velocity_residual_kernel
-from .delassus_kernels import j_apply_kernel
 from .opstate import (compiled_state, max_eigenvalue, op_diag, op_factor, op_jt_minv, op_matvec, op_max_eigenvalue,
-                      op_refactor, op_solve, op_spare_factor, state_max_eigenvalue)
+                      op_refactor, op_solve, op_spare_factor, state_j_apply, state_max_eigenvalue)
 from . import scaling as _scaling
 from . import newton_polish as _newton_polish
 from .newton_polish import ssn_kernel
@@ -643,14 +642,13 @@ def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, 
 def _warm_next_into(state, lam, wn):
     """`warm_next_kernel` inside the solve: wn = (kind, start, size, param, Rc, has_rc, fixed, v,
     out), v (nv,) the bodies' velocities at the step's start, J v on the operator's own rows
-    (`delassus_kernels.j_apply_kernel`). Returns 1 (out holds the warm start), −1 (v not
+    (`opstate.state_j_apply`). Returns 1 (out holds the warm start), −1 (v not
     finite), 0 (not computed: explicit operator, or no v)."""
     kind, start, size, param, Rc, has_rc, fixed, v, out = wn
     if state.dense or v.shape[0] == 0:
         return 0
-    geo = state.geo
     jv = np.empty(lam.shape[0])
-    j_apply_kernel(geo.jint, geo.S, geo.rows, v, jv, state.ws.acc)
+    state_j_apply(state, v, jv)
     return 1 if warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam, out) else -1
 
 

@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .cones import BOX, CONE, FREE, ORTHANT, project_kernel, velocity_residual_kernel
+from .cones import BOX, CONE, FREE, ORTHANT, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .opstate import op_matvec
 
 
@@ -337,14 +337,9 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
                 for r in range(start[b], start[b] + size[b]):
                     okP = okP and Pl[r] == 0.0
         if okP:
-            for b in range(nb):   # σ' with the De Saxcé term
-                if kind[b] == CONE:
-                    s = start[b]
-                    Ps[s], Ps[s + 1] = sig_p[s], sig_p[s + 1]
-                    Ps[s + 2] = sig_p[s + 2] + param[b] * math.sqrt(sig_p[s] ** 2 + sig_p[s + 1] ** 2)
-                else:
-                    for r in range(start[b], start[b] + size[b]):
-                        Ps[r] = sig_p[r]
+            desaxce_kernel(kind, start, param, sig_p, Ps)     # σ' with the De Saxcé term
+            for r in range(m):
+                Ps[r] += sig_p[r]
             rv, _ = velocity_residual_kernel(kind, start, size, param, Pl, Ps)
             if rv < best:
                 best = rv

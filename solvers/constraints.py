@@ -326,7 +326,8 @@ class ConstraintSet:
                                      self.model.nbodies, self.cb_kind, self.cb_row, self.cb_nrows, self.cb_body,
                                      self.cb_f, self.dof, self.sg, self.joint_friction_max, self.row_block,
                                      self.row_kind, self.contact_row, gen, self.cb_slot)
-        self._pairs, self._graph_key, self._dofs_key, self.derived = pairs, None, tail.joint_dofs_key(), {}
+        self._init_derived()
+        self._pairs, self._dofs_key = pairs, tail.joint_dofs_key()     # computed here, inherited
         # (gen, crow, cbody, cf) of `contact_arrays`: the contacts are the first k blocks
         self._contact_arrays = (gen, self.contact_row, self.cb_body[:k], self.cb_f[:k])
         return self

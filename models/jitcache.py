@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 
 def drop_stale_cache(module_file, deps):
@@ -119,6 +120,37 @@ def _dispatcher(module, qualname):
     return obj if hasattr(obj, "overloads") else None
 
 
+_DEFINE_NAME = re.compile(r'@("(?:[^"\\]|\\.)*"|[-a-zA-Z$._0-9]+)\(')
+
+
+def _declared(mod, names):
+    """A copy of the LLVM module mod (llvmlite.binding) in which the functions `names` are
+    declarations: their bodies (from `define ... {` to the closing `}` of LLVM's printout) are
+    dropped, the linkage and comdat removed from their headers."""
+    import llvmlite.binding as ll
+    out, skip = [], False
+    for line in str(mod).splitlines():
+        if skip:
+            skip = line != "}"
+            continue
+        if line.startswith("define "):
+            m = _DEFINE_NAME.search(line)
+            name = m.group(1) if m else ""
+            if name.startswith('"'):
+                name = name[1:-1]
+            if name in names:
+                head = line[len("define "):].rstrip().removesuffix("{").rstrip()
+                head = re.sub(r"\b(linkonce_odr|available_externally|weak_odr|internal|private) ", "", head)
+                head = re.sub(r" comdat(\([^)]*\))?", "", head)
+                out.append("declare " + head)
+                skip = True
+                continue
+        out.append(line)
+    new = ll.parse_assembly("\n".join(out) + "\n")
+    new.verify()
+    return new
+
+
 def link_large_kernels_by_reference():
     """Link a large kernel into its callers by reference instead of copying its code.
 
@@ -127,14 +159,16 @@ def link_large_kernels_by_reference():
     kernel three calls deep four times). A large kernel is not inlined by LLVM anyway, so its copy
     only costs compile time: in the module a kernel offers its callers (numba's
     `_get_module_for_linking`) this project's kernels of at least `_LINK_MIN_BLOCKS` basic blocks
-    are marked `available_externally`: LLVM still sees their bodies (for inlining decisions and
-    attributes) but drops them before emitting code, and the callers call the callee's own
-    compiled code in numba's JIT. A cached library records the kernels it calls this way
+    are declarations (`_declared`), and the callers call the callee's own compiled code in
+    numba's JIT. (Marking them `available_externally` instead, so that LLVM sees their bodies
+    but emits no code, still had every caller parse and optimise them: the humanoid's cold
+    compile took 5% more CPU, 131.3 / 126.5 s against 125.5 / 119.1 s in two alternated pairs,
+    `bench/bench_compile.py --serial`.) A cached library records the kernels it calls this way
     (module, qualname, signature, symbol); loading it from the cache first loads (or compiles)
     them and maps the recorded symbols to their code (a kernel compiled in another process has
     another symbol name), or treats the entry as a cache miss if a signature changed. The record
-    also lists the kernels the module offered to callers leaves to them (its copies of large
-    callees are `available_externally` there): a caller compiled from a cached library calls
+    also lists the kernels the module offered to callers leaves to them (large callees are
+    declarations there): a caller compiled from a cached library calls
     them by reference even where the library's own code holds a copy, so they must be loaded
     with it (entries of the earlier record format, which missed them, are cache misses: a
     process loading such a caller first aborted with LLVM's "Symbol not found"). It patches
@@ -171,6 +205,7 @@ def link_large_kernels_by_reference():
         mod = get_module(self)
         if mod is self._final_module:
             return mod
+        large = set()
         for fn in mod.functions:
             if fn.is_declaration or fn.name not in _KERNELS or fn.linkage != ll.Linkage.linkonce_odr:
                 continue
@@ -178,8 +213,10 @@ def link_large_kernels_by_reference():
             for _ in fn.blocks:
                 n += 1
                 if n >= _LINK_MIN_BLOCKS:
-                    fn.linkage = "available_externally"
+                    large.add(fn.name)
                     break
+        if large:
+            mod = self._shared_module = _declared(mod, large)
         return mod
 
     _get_module_for_linking._by_reference = True
@@ -190,8 +227,8 @@ def link_large_kernels_by_reference():
     def serialize_using_object_code(self):
         name, kind, data = serialize(self)      # (object code, the module offered to callers)
         # the kernels this entry needs loaded: those its code calls, and those the module it
-        # offers to callers leaves to them (`available_externally`: a caller compiled from it
-        # in another process calls them, though this entry's own code may hold a copy)
+        # offers to callers declares (a caller compiled from it in another process calls them,
+        # though this entry's own code may hold a copy)
         deps, own = {}, set()
         for fn in self._final_module.functions:
             if fn.is_declaration and fn.name in _KERNELS:
@@ -199,7 +236,7 @@ def link_large_kernels_by_reference():
             elif not fn.is_declaration and fn.linkage == ll.Linkage.external:
                 own.add(fn.name)             # this entry's own kernel, offered to callers too
         for fn in self._get_module_for_linking().functions:
-            if fn.linkage == ll.Linkage.available_externally and fn.name in _KERNELS and fn.name not in own:
+            if fn.is_declaration and fn.name in _KERNELS and fn.name not in own:
                 deps[fn.name] = _KERNELS[fn.name]
         return name, kind, data + (tuple((k,) + v for k, v in deps.items()), _DEPS_FORMAT)
 

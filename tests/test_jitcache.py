@@ -72,16 +72,15 @@ if sys.argv[1] == "fresh":   # the factor is called, not copied: a declaration i
     fn = lib._final_module.get_function(cres.fndesc.mangled_name)
     print(int(fn.is_declaration))
     # the cache entry records, in the current format, the kernels its code calls and those the
-    # module it offers to callers leaves to them (available_externally)
-    import llvmlite.binding as ll
+    # module it offers to callers declares; that module holds no body of the large factor
     from models import jitcache
     name, kind, data = lib.serialize_using_object_code()
     recorded = {d[0] for d in data[2]}
     own = dynamics.aba_kernel.overloads[dynamics.aba_kernel.signatures[0]].fndesc.mangled_name
-    offered = {f.name for f in lib._get_module_for_linking().functions
-               if f.linkage == ll.Linkage.available_externally} - {own}
+    shared = lib._get_module_for_linking()
+    offered = {f.name for f in shared.functions if f.is_declaration and f.name in jitcache._KERNELS} - {own}
     print(int(data[3] == jitcache._DEPS_FORMAT and cres.fndesc.mangled_name in recorded and offered <= recorded
-              and own not in recorded))
+              and own not in recorded and shared.get_function(cres.fndesc.mangled_name).is_declaration))
 """
 
 

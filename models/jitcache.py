@@ -101,7 +101,7 @@ _LINK_MIN_BLOCKS = 24       # a kernel this large (basic blocks) is called, not 
 _LINK_TESTED = ("0.68.", "0.50.")   # numba, llvmlite versions (prefixes) it is applied on
 LINKED_BY_REFERENCE = False
 _KERNELS = {}               # symbol -> (module, qualname, signature) of this project's compiled kernels
-_DEPS_FORMAT = 2            # version of the dependency record a cache entry carries
+_DEPS_FORMAT = 3            # version of the dependency record a cache entry carries
 
 
 class _StaleDependency(Exception):
@@ -238,7 +238,7 @@ def link_large_kernels_by_reference():
         for fn in self._get_module_for_linking().functions:
             if fn.is_declaration and fn.name in _KERNELS and fn.name not in own:
                 deps[fn.name] = _KERNELS[fn.name]
-        return name, kind, data + (tuple((k,) + v for k, v in deps.items()), _DEPS_FORMAT)
+        return name, kind, data + (tuple((k,) + v for k, v in deps.items()), _DEPS_FORMAT, tuple(sorted(own)))
 
     lib.serialize_using_object_code = serialize_using_object_code
 
@@ -246,15 +246,21 @@ def link_large_kernels_by_reference():
 
     def _unserialize(cls, codegen_, state):
         name, kind, data = state
-        if kind == "object" and len(data) > 2:
-            if len(data) != 4 or data[3] != _DEPS_FORMAT:
-                # an earlier format, which missed the kernels of the module offered to callers
-                # (a caller built from it in another process could not be loaded): a cache miss
-                raise _StaleDependency(name)
-            for symbol, module, qualname, sig in data[2]:
-                _load_dependency(symbol, module, qualname, sig)
-            state = (name, kind, data[:2])
-        return unserialize(cls, codegen_, state)
+        if kind != "object" or len(data) <= 2:
+            return unserialize(cls, codegen_, state)
+        if len(data) != 5 or data[3] != _DEPS_FORMAT:
+            # an earlier format: it missed the kernels of the module offered to callers (a caller
+            # built from it in another process could not be loaded), or its own (see below)
+            raise _StaleDependency(name)
+        for symbol, module, qualname, sig in data[2]:
+            _load_dependency(symbol, module, qualname, sig)
+        library = unserialize(cls, codegen_, (name, kind, data[:2]))
+        # numba takes the symbols a cached library defines from its module offered to callers,
+        # where its own kernel is a declaration if large: without this its address is unknown
+        # (0) to `get_pointer_to_function`, and a caller that calls it under another process's
+        # symbol (`_load_dependency`) aborted with LLVM's "Symbol not found"
+        library._codegen._engine._defined_symbols.update(data[4])
+        return library
 
     lib._unserialize = classmethod(_unserialize)
 

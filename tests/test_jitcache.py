@@ -68,6 +68,8 @@ lib = dynamics.aba_kernel.overloads[dynamics.aba_kernel.signatures[0]].library
 cres = dynamics.aba_factor_kernel.overloads[dynamics.aba_factor_kernel.signatures[0]]
 print(qdd.tobytes().hex())
 print(dynamics.aba_kernel.stats.cache_hits.total())
+# the factor's address is known, also when loaded from the cache (its own module declares it)
+print(int(cres.library.get_pointer_to_function(cres.fndesc.mangled_name) != 0))
 if sys.argv[1] == "fresh":   # the factor is called, not copied: a declaration in aba_kernel's module
     fn = lib._final_module.get_function(cres.fndesc.mangled_name)
     print(int(fn.is_declaration))
@@ -104,7 +106,8 @@ def test_large_callees_linked_by_reference_and_reloaded_from_the_cache(tmp_path)
     fresh, cached = run("fresh"), run("cached")
     assert fresh[0] == cached[0]
     assert fresh[1] == "0" and cached[1] == "1"
-    assert fresh[2] == "1" and fresh[3] == "1"
+    assert fresh[2] == "1" and cached[2] == "1"
+    assert fresh[3] == "1" and fresh[4] == "1"
 
 
 def test_cache_entries_of_the_earlier_dependency_format_are_misses():
@@ -119,3 +122,5 @@ def test_cache_entries_of_the_earlier_dependency_format_are_misses():
         codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", ())))
     with pytest.raises(jitcache._StaleDependency):
         codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), jitcache._DEPS_FORMAT - 1)))
+    with pytest.raises(jitcache._StaleDependency):      # the format before the own kernels were recorded
+        codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), 2)))

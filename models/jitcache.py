@@ -168,10 +168,12 @@ def link_large_kernels_by_reference():
     them and maps the recorded symbols to their code (a kernel compiled in another process has
     another symbol name), or treats the entry as a cache miss if a signature changed. The record
     also lists the kernels the module offered to callers leaves to them (large callees are
-    declarations there): a caller compiled from a cached library calls
-    them by reference even where the library's own code holds a copy, so they must be loaded
-    with it (entries of the earlier record format, which missed them, are cache misses: a
-    process loading such a caller first aborted with LLVM's "Symbol not found"). It patches
+    declarations there): a caller compiled from a cached library calls them by reference even
+    where the library's own code holds a copy, so they must be loaded with it. And it lists the
+    library's own kernels, registered as defined when it is loaded: numba takes the symbols a
+    cached library defines from its module offered to callers, where a large own kernel is a
+    declaration. Entries of earlier record formats, which missed either, are cache misses (a
+    process loading such a caller aborted with LLVM's "Symbol not found"). It patches
     numba's internals, so it is applied only on the numba and llvmlite versions it was tested on
     (`_LINK_TESTED`); on others numba links as usual (`LINKED_BY_REFERENCE` False)."""
     global LINKED_BY_REFERENCE

@@ -122,5 +122,5 @@ def test_cache_entries_of_the_earlier_dependency_format_are_misses():
         codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", ())))
     with pytest.raises(jitcache._StaleDependency):
         codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), jitcache._DEPS_FORMAT - 1)))
-    with pytest.raises(jitcache._StaleDependency):      # the format before the own kernels were recorded
-        codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), 2)))
+    with pytest.raises(jitcache._StaleDependency):      # without the list of its own kernels
+        codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), jitcache._DEPS_FORMAT)))

@@ -142,7 +142,8 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     is below PATCH_FACE_MIN times the hull's half width (hg.half_width[g]) at every apex: v0
     and the set's other vertices within PATCH_PLANE_EPS · tol of the support height. Which of
     near-tied extreme vertices the climb reached must not decide: G1's curved back plate
-    (`logo_link`, 1214 vertices) lying on the floor has two lowest vertices 0.5 µm apart, the
+    (`logo_link`, 1214 vertices in the hull of all its vertices) lying on the floor has two
+    lowest vertices 0.5 µm apart, the
     test at one of them found a face, at the other not, and its patch flipped between 4 points
     and 1 every few steps.
 

@@ -2,7 +2,10 @@
 the flat per-geometry arrays that the numba kernels read.
 
 Meshes collide through their convex hull (as MuJoCo does): a robot's link meshes are
-replaced by the hull of their vertices, computed once per (file, scale) and cached. A static
+replaced by the hull of their vertices, with the vertices that lie within `HULL_TOLERANCE`
+(0.1 mm) of the hull of the others left out (`simplify_hull`; the curved parts of robot meshes
+have hulls of up to 2000 vertices, which every support query climbs over), computed once per
+(file, scale, tolerance) and cached. A static
 mesh not marked convex gets a warning: non-convex triangle meshes are not supported yet.
 """
 from __future__ import annotations
@@ -23,14 +26,26 @@ class CollisionError(ValueError):
 _HULLS = {}
 
 
-def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
-    """Convex hull of a mesh file (STL, OBJ, DAE, ... via trimesh), scaled per axis
-    (a negative factor mirrors, as in some URDFs).
+_SEED_DIRS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]]
+                      + [[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+
+
+# m: the largest distance by which a mesh's collision hull may lie inside the convex hull of
+# its vertices (`simplify_hull`); 0 keeps every vertex of the hull
+HULL_TOLERANCE = 1e-4
+
+
+def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None, tolerance=None):
+    """Collision hull of a mesh file (STL, OBJ, DAE, ... via trimesh), scaled per axis
+    (a negative factor mirrors, as in some URDFs): the convex hull of its vertices, reduced to
+    the vertices `simplify_hull` keeps for `tolerance` (m; None: `HULL_TOLERANCE`, 0: the whole
+    hull). Cached per (file, scale, tolerance).
 
     Returns (vertices (nv, 3) m, triangles (nt, 3) int) of the hull in the mesh frame.
     Raises FileNotFoundError for a missing file and CollisionError for a file that cannot
     be read, has no vertices, or whose hull encloses no volume (flat, a single triangle,
-    collinear points), where a convex hull is needed.
+    collinear points), where a convex hull is needed, and for a tolerance that is not a finite
+    number ≥ 0.
     """
     what = f"geometry '{name}': " if name else ""
     path = os.fspath(path)
@@ -38,7 +53,8 @@ def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
     if not np.all(np.isfinite(s)) or np.any(s == 0):
         raise CollisionError(f"{what}mesh scale must be finite and non-zero (negative mirrors), "
                              f"got {tuple(float(x) for x in s)}")
-    key = (os.path.abspath(path), tuple(s))
+    tol = hull_tolerance(tolerance, name)
+    key = (os.path.abspath(path), tuple(s), tol)
     if key in _HULLS:
         return _HULLS[key]
     if not os.path.isfile(path):
@@ -66,25 +82,76 @@ def load_convex_mesh(path, scale=(1.0, 1.0, 1.0), name=None):
         raise CollisionError(f"{what}mesh {path} ({closed}, {len(verts)} vertices) is flat or degenerate: "
                              f"its convex hull encloses no volume, so it cannot be used as a collision "
                              f"shape")
-    # hull vertices and outward-oriented triangles, re-indexed
-    idx = np.asarray(hull.vertices)
-    remap = np.full(len(verts), -1, dtype=np.int64)
-    remap[idx] = np.arange(len(idx))
-    tris = remap[hull.simplices]
-    hv = verts[idx]
-    e1 = hv[tris[:, 1]] - hv[tris[:, 0]]
-    e2 = hv[tris[:, 2]] - hv[tris[:, 0]]
-    flip = np.einsum("ij,ij->i", np.cross(e1, e2), hull.equations[:, :3]) < 0
-    tris[flip] = tris[flip][:, [0, 2, 1]]
-    hull = type("Hull", (), {})()
-    hull.vertices, hull.faces = hv, tris
-    out = (np.ascontiguousarray(hull.vertices, dtype=float), np.ascontiguousarray(hull.faces, dtype=np.int64))
+    if tol > 0.0:
+        hv = verts[hull.vertices]
+        kept = hv[simplify_hull(hv, tol)]
+        if len(kept) < len(hv):
+            verts, hull = kept, ConvexHull(kept)
+    out = _hull_arrays(verts, hull)
     _HULLS[key] = out
     return out
 
 
-_SEED_DIRS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]]
-                      + [[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+def hull_tolerance(tolerance, name=None):
+    """The hull tolerance (m) a geometry asks for: `HULL_TOLERANCE` for None; else a finite
+    number ≥ 0 (CollisionError naming the geometry otherwise)."""
+    if tolerance is None:
+        return HULL_TOLERANCE
+    try:
+        tol = float(tolerance)
+    except (TypeError, ValueError):
+        tol = np.nan
+    if not (np.isfinite(tol) and tol >= 0.0):
+        what = f"geometry '{name}': " if name else ""
+        raise CollisionError(f"{what}hull tolerance must be a finite number ≥ 0 (m), got {tolerance!r}")
+    return tol
+
+
+def _hull_arrays(points, hull):
+    """(vertices (nv, 3), outward-oriented triangles (nt, 3) int64 indexing them) of the scipy
+    ConvexHull `hull` of points."""
+    idx = np.asarray(hull.vertices)
+    remap = np.full(len(points), -1, dtype=np.int64)
+    remap[idx] = np.arange(len(idx))
+    tris = remap[hull.simplices]
+    hv = points[idx]
+    e1 = hv[tris[:, 1]] - hv[tris[:, 0]]
+    e2 = hv[tris[:, 2]] - hv[tris[:, 0]]
+    flip = np.einsum("ij,ij->i", np.cross(e1, e2), hull.equations[:, :3]) < 0
+    tris[flip] = tris[flip][:, [0, 2, 1]]
+    return np.ascontiguousarray(hv, dtype=float), np.ascontiguousarray(tris, dtype=np.int64)
+
+
+def simplify_hull(verts, tolerance):
+    """Indices (sorted) of the vertices (nv, 3) of a convex hull H that span a hull H' ⊆ H with
+    every vertex of H at most `tolerance` (m) outside each face plane of H'. Greedy refinement
+    as in Quickhull (Barber, Dobkin and Huhdanpaa, "The Quickhull algorithm for convex hulls",
+    ACM TOMS 1996), stopped at a distance: from the extreme vertices along 14 directions (the
+    axes and the diagonals), each round adds, for every face of H', the vertex farthest outside
+    it. A round tests the vertices that were outside in the last one; once none is, all are
+    tested again. All indices when the extreme vertices span no volume."""
+    from scipy.spatial import ConvexHull
+    sel = np.unique(np.argmax(verts @ _SEED_DIRS.T, axis=0))
+    test = np.arange(len(verts))
+    while True:
+        try:
+            hull = ConvexHull(verts[sel])
+        except Exception:   # qhull refuses flat or collinear sets
+            return np.arange(len(verts))
+        sel = sel[hull.vertices]
+        D = verts[test] @ hull.equations[:, :3].T + hull.equations[:, 3]     # signed distances to the face planes
+        face = np.argmax(D, axis=1)
+        d = D[np.arange(len(test)), face]
+        out = np.flatnonzero(d > tolerance)
+        if out.size == 0:
+            if len(test) == len(verts):
+                return np.sort(sel)
+            test = np.arange(len(verts))
+            continue
+        out = out[np.argsort(-d[out], kind="stable")]
+        _, first = np.unique(face[out], return_index=True)    # the farthest vertex outside each face
+        sel = np.union1d(sel, test[out[first]])
+        test = test[out]
 
 
 def hull_graph(cverts, coff, ctris):
@@ -224,7 +291,7 @@ class ShapeTable:
             elif k == CONVEX:
                 if not g.mesh:
                     raise CollisionError(f"geometry '{g.name}': mesh geometry without a mesh file")
-                verts, tris = load_convex_mesh(g.mesh, g.scale, g.name)
+                verts, tris = load_convex_mesh(g.mesh, g.scale, g.name, g.hull_tolerance)
                 if int(g.body) < 0 and not g.convex and "/" not in g.name:  # not a robot link
                     warnings.warn(f"static mesh '{g.name}' is collided through its convex hull: "
                                   f"non-convex triangle meshes (terrain, bowls) are not supported yet",

@@ -39,7 +39,9 @@ class Geometry:
     kind: "box" (size = half extents (3,)), "sphere" (size = (radius,)),
     "capsule" / "cylinder" (size = (radius, length), axis = local z),
     "plane" (halfspace z <= 0 of its placement; size unused), "mesh" (``mesh`` = file path,
-    ``scale`` (3,); ``convex`` asks collision to use the convex hull).
+    ``scale`` (3,); ``convex`` asks collision to use the convex hull; ``hull_tolerance`` (m)
+    how far inside the hull of the mesh's vertices its collision hull may lie, None for
+    collision's default, `collision.shapes.HULL_TOLERANCE`).
     """
     name: str
     body: int
@@ -56,6 +58,7 @@ class Geometry:
     compliance: float = 0.0
     group: int = 1
     mask: int = 0xFFFFFFFF
+    hull_tolerance: float | None = None
 
 
 def check_inertia(name, mass, inertia, allow_massless=False):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import models
-from collision.shapes import load_convex_mesh
+from collision.shapes import hull_tolerance as hull_tolerance_of, load_convex_mesh
 from models import FREE, Geometry, ModelBuilder, ModelError
 from models.spatial import matrix_to_quat_xyzw, quat_xyzw_to_matrix
 from models.model import check_inertia
@@ -155,10 +155,13 @@ class WorldBuilder:
         return name
 
     @staticmethod
-    def _material(name, friction, restitution, compliance):
+    def _material(name, friction, restitution, compliance, hull_tolerance=None):
+        """The checked `Geometry` fields an object gives all its geometries: its material, and
+        the tolerance of its meshes' collision hulls (m; None: `collision.shapes.HULL_TOLERANCE`)."""
         return dict(friction=check_number(f"'{name}' friction", friction, low=0.0),
                     restitution=check_number(f"'{name}' restitution", restitution, low=0.0, high=1.0),
-                    compliance=check_number(f"'{name}' compliance", compliance, low=0.0))
+                    compliance=check_number(f"'{name}' compliance", compliance, low=0.0),
+                    hull_tolerance=None if hull_tolerance is None else hull_tolerance_of(hull_tolerance, name))
 
     @staticmethod
     def _filter_bits(name, group, mask):
@@ -177,12 +180,12 @@ class WorldBuilder:
 
     def _add_shape(self, name, kind, size, mass, inertia_fn, position, quaternion, velocity,
                    fixed, inertia, com, friction, restitution, compliance, color, group, mask,
-                   mesh=None, scale=None, convex=False):
+                   mesh=None, scale=None, convex=False, hull_tolerance=None):
         # every argument is checked before the builder changes
         name = self._name(name)
         p = check_vector(f"'{name}' position", position, 3)
         qu = check_quaternion(f"'{name}' quaternion", quaternion)
-        mat = self._material(name, friction, restitution, compliance)
+        mat = self._material(name, friction, restitution, compliance, hull_tolerance)
         group, mask = self._filter_bits(name, group, mask)
         fixed = check_bool(f"'{name}' fixed", fixed)
         mass = check_number(f"'{name}' mass", mass, low=0.0, low_open=not fixed, exc=ModelError)
@@ -271,10 +274,12 @@ class WorldBuilder:
 
     def add_mesh(self, name, path, mass=1.0, position=(0, 0, 0), quaternion=(0, 0, 0, 1), scale=1.0,
                  convex=False, friction=0.5, restitution=0.0, fixed=False, velocity=None, inertia=None,
-                 com=None, compliance=0.0, color=None, group=1, mask=0xFFFFFFFF):
+                 com=None, compliance=0.0, color=None, group=1, mask=0xFFFFFFFF, hull_tolerance=None):
         """A mesh loaded with trimesh (STL, OBJ, DAE, PLY, ...). convex=True collides with its
         convex hull. Mass properties at uniform density: from the mesh if watertight, else from
-        its convex hull. The body frame is the mesh file's frame."""
+        its convex hull. The body frame is the mesh file's frame. hull_tolerance (m): how far
+        inside the convex hull of the vertices the collision hull may lie (None:
+        `collision.shapes.HULL_TOLERANCE`, 0.1 mm; 0: every vertex of the hull)."""
         import trimesh
         name = self._name(name)
         path = os.fspath(path)
@@ -282,6 +287,7 @@ class WorldBuilder:
         if np.any(s <= 0):
             raise ValueError(f"'{name}' scale must be positive, got {scale!r}")
         convex = check_bool(f"'{name}' convex", convex)
+        tol = None if hull_tolerance is None else hull_tolerance_of(hull_tolerance, name)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"'{name}': mesh file not found: {path}")
         try:
@@ -297,24 +303,26 @@ class WorldBuilder:
             solid = None
         if solid is None or solid.volume <= 1e-15:
             raise ValueError(f"'{name}': mesh {path} encloses no volume (flat or degenerate)")
-        load_convex_mesh(path, s, name)   # the collision hull, as the simulator will load it (cached)
+        load_convex_mesh(path, s, name, tol)   # the collision hull, as the simulator will load it (cached)
         c = solid.center_mass if com is None else com
         return self._add_shape(name, "mesh", np.zeros(0), mass,
                                lambda m: solid.moment_inertia * (m / solid.volume), position, quaternion,
                                velocity, fixed, inertia, c, friction, restitution, compliance, color, group,
-                               mask, mesh=os.path.abspath(path), scale=s, convex=convex)
+                               mask, mesh=os.path.abspath(path), scale=s, convex=convex, hull_tolerance=tol)
 
     def add_urdf(self, name, path, floating_base=True, position=(0, 0, 0), quaternion=(0, 0, 0, 1),
                  q=None, package_dirs=None, friction=0.5, restitution=0.0, compliance=0.0,
-                 mimic="independent", group=1, mask=0xFFFFFFFF):
+                 mimic="independent", group=1, mask=0xFFFFFFFF, hull_tolerance=None):
         """A URDF robot. Its bodies, joints and frames are named ``"<name>/<link or joint>"``.
         position/quaternion: placement of the root link (the free joint's initial value, or the
         weld to the world if not floating). q: initial joint positions of the actuated joints
-        (the robot's nq minus its free joint), default neutral."""
+        (the robot's nq minus its free joint), default neutral. hull_tolerance (m): how far
+        inside the convex hull of each collision mesh's vertices its collision hull may lie
+        (None: `collision.shapes.HULL_TOLERANCE`, 0.1 mm; 0: every vertex of the hull)."""
         name = self._name(name)
         p = check_vector(f"'{name}' position", position, 3)
         qu = check_quaternion(f"'{name}' quaternion", quaternion)
-        mat = self._material(name, friction, restitution, compliance)
+        mat = self._material(name, friction, restitution, compliance, hull_tolerance)
         floating_base = check_bool(f"'{name}' floating_base", floating_base)
         package_dirs = self._package_dirs(name, package_dirs)
         group, mask = self._filter_bits(name, group, mask)
@@ -376,7 +384,8 @@ class WorldBuilder:
             if not keep.get("group"):
                 g.group, g.mask = group, mask
             if g.kind == "mesh":
-                load_convex_mesh(g.mesh, g.scale, g.name)
+                g.hull_tolerance = mat["hull_tolerance"]
+                load_convex_mesh(g.mesh, g.scale, g.name, g.hull_tolerance)
         self._keep_static(ng_c, ng_v)
 
     def _keep_static(self, ng_c, ng_v):
@@ -390,7 +399,7 @@ class WorldBuilder:
 
     def add_sdf(self, name, path, floating_base=True, position=(0, 0, 0), quaternion=(0, 0, 0, 1), q=None,
                 package_dirs=None, friction=None, restitution=None, compliance=0.0, group=1, mask=0xFFFFFFFF,
-                model_name=None, loop_joints=None, gearbox=None, hinge_length=0.1):
+                model_name=None, loop_joints=None, gearbox=None, hinge_length=0.1, hull_tolerance=None):
         """An SDF robot (`models.load_sdf`), closed loops included. Its bodies, joints and frames
         are named ``"<name>/<link or joint>"``; the joints that close loops become
         `LoopClosure`s in ``world.constraints`` and joint springs (``<spring_stiffness>``) a
@@ -400,12 +409,13 @@ class WorldBuilder:
         minus its free joint; default: the file's configuration, where the loops are closed); a
         q that opens a loop is projected onto the closures by `build`. friction/restitution:
         where the file's ``<surface>`` gives none (default: SDF's, μ = 1 and e = 0).
-        model_name, loop_joints, gearbox, hinge_length: see `models.load_sdf`."""
+        model_name, loop_joints, gearbox, hinge_length: see `models.load_sdf`. hull_tolerance:
+        as `add_urdf`'s."""
         name = self._name(name)
         p = check_vector(f"'{name}' position", position, 3)
         qu = check_quaternion(f"'{name}' quaternion", quaternion)
         mat = self._material(name, 1.0 if friction is None else friction, 0.0 if restitution is None else restitution,
-                             compliance)
+                             compliance, hull_tolerance)
         floating_base = check_bool(f"'{name}' floating_base", floating_base)
         package_dirs = self._package_dirs(name, package_dirs)
         group, mask = self._filter_bits(name, group, mask)
@@ -424,7 +434,7 @@ class WorldBuilder:
             raise
 
     def add_mjcf(self, name, path, position=(0, 0, 0), quaternion=(0, 0, 0, 1), qpos=None, friction=None,
-                 restitution=0.0, compliance=0.0, group=None, mask=None, unsupported="error"):
+                 restitution=0.0, compliance=0.0, group=None, mask=None, unsupported="error", hull_tolerance=None):
         """An MJCF model compiled by MuJoCo (`models.load_mjcf`; needs the ``mjcf`` extra): its
         bodies, free bodies and static geometry (the worldbody's). Bodies, joints, frames and
         geometries are named ``"<name>/<MuJoCo name>"``; connect and weld equalities become
@@ -434,11 +444,11 @@ class WorldBuilder:
         `models.MJCFMap` (``world.objects[name]["mjcf"]``; q and v of the object start at
         ``world.objects[name]["q_start"]``/``["v_start"]``). friction, group, mask: None keeps
         the file's (geom friction, contype, conaffinity). The file's gravity must be the
-        world's."""
+        world's. hull_tolerance: as `add_urdf`'s."""
         name = self._name(name)
         p = check_vector(f"'{name}' position", position, 3)
         qu = check_quaternion(f"'{name}' quaternion", quaternion)
-        mat = self._material(name, 0.5 if friction is None else friction, restitution, compliance)
+        mat = self._material(name, 0.5 if friction is None else friction, restitution, compliance, hull_tolerance)
         if group is not None or mask is not None:
             group, mask = self._filter_bits(name, 1 if group is None else group, 0xFFFFFFFF if mask is None else mask)
         snapshot = self._snapshot()

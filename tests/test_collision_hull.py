@@ -175,3 +175,87 @@ def test_support_feature_and_height_match_the_scan(ordered):
             brute = (V @ gR[g].T + gp[g]) @ D[0]
             assert abs(h - brute.max()) <= 1e-12
     assert big > 0   # support sets larger than the output buffer were exercised
+
+
+def _face_distance(points, hull_points):
+    """The largest signed distance of points outside the face planes of hull_points' hull."""
+    eq = ConvexHull(hull_points).equations
+    return float((points @ eq[:, :3].T + eq[:, 3]).max(1).max())
+
+
+def _rounded_box(n=4000, seed=3):
+    """Points on a box of half extents (0.04, 0.03, 0.02) m with edges rounded at 5 mm: flat
+    faces (dropped to their corners) and curved bands (kept at the tolerance's density)."""
+    rng = np.random.default_rng(seed)
+    core = np.array([0.035, 0.025, 0.015])
+    d = rng.normal(size=(n, 3))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    return np.clip(d * 0.1, -core, core) + 0.005 * d
+
+
+@pytest.mark.parametrize("tol", [1e-5, 1e-4, 1e-3])
+def test_simplified_hull_is_within_its_tolerance(tol):
+    """`simplify_hull` keeps hull vertices only (H' ⊆ H) and no vertex of the full hull lies more
+    than tol outside a face plane of H'; a coarser tolerance keeps fewer vertices."""
+    from collision.shapes import simplify_hull
+    hv, _ = _hull(_rounded_box())
+    idx = simplify_hull(hv, tol)
+    assert np.array_equal(idx, np.unique(idx)) and idx.min() >= 0 and idx.max() < len(hv)
+    assert 8 <= len(idx) < len(hv)
+    assert _face_distance(hv, hv[idx]) <= tol
+    # H' ⊆ H: along any direction its support is at most the full hull's, and within a few tol
+    u = np.random.default_rng(0).normal(size=(500, 3))
+    u /= np.linalg.norm(u, axis=1)[:, None]
+    gap = (hv @ u.T).max(0) - (hv[idx] @ u.T).max(0)
+    assert gap.min() >= 0.0 and gap.max() <= 3 * tol
+    if tol == 1e-3:
+        assert len(idx) < 0.1 * len(hv)
+
+
+def test_simplified_hull_keeps_the_corners_of_polytopes():
+    """A tetrahedron and a box, whose vertices are all extreme along the seed directions, keep
+    every vertex at any tolerance."""
+    from collision.shapes import simplify_hull
+    tet = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], float)
+    box = np.array([[x, y, z] for x in (-1, 1) for y in (-2, 2) for z in (-3, 3)], float) * 0.01
+    for v in (tet, box):
+        assert np.array_equal(simplify_hull(v, 1e-3), np.arange(len(v)))
+
+
+def test_mesh_hull_tolerance(tmp_path):
+    """load_convex_mesh: tolerance 0 keeps every vertex of the hull, the default
+    (HULL_TOLERANCE, 0.1 mm) fewer with the full hull within 0.1 mm of its face planes;
+    a geometry's hull_tolerance reaches the detector; bad values are refused by name, before
+    the builder changes."""
+    import trimesh
+    from collision import CollisionDetector, CollisionError, load_convex_mesh
+    from collision.shapes import HULL_TOLERANCE
+    path = tmp_path / "ball.obj"
+    v, t = _hull(_rounded_box())
+    trimesh.Trimesh(v, t).export(path)
+    full, _ = load_convex_mesh(path, tolerance=0.0)
+    kept, tris = load_convex_mesh(path)
+    assert len(full) == len(v) and HULL_TOLERANCE == 1e-4
+    assert len(kept) < 0.5 * len(full) and len(tris) == 2 * len(kept) - 4
+    assert _face_distance(full, kept) <= HULL_TOLERANCE
+    assert len(load_convex_mesh(path, tolerance=1e-3)[0]) < len(kept)
+    for bad in (-1e-4, np.nan, np.inf, "x"):
+        with pytest.raises(CollisionError, match="hull tolerance"):
+            load_convex_mesh(path, tolerance=bad)
+    sizes = {}
+    for tol in (None, 0.0):
+        b = simstep.WorldBuilder()
+        b.add_ground()
+        b.add_mesh("ball", path, position=(0, 0, 0.1), hull_tolerance=tol)
+        w = b.build()
+        assert w.geometries[-1].hull_tolerance == tol
+        det = CollisionDetector(w)
+        sizes[tol] = det.shapes.coff[-1] - det.shapes.coff[-2]
+    assert sizes[0.0] == len(full) and sizes[None] == len(kept)
+    b = simstep.WorldBuilder()
+    with pytest.raises(ValueError, match="'ball'.*hull tolerance"):
+        b.add_mesh("ball", path, hull_tolerance=-1.0)
+    with pytest.raises(ValueError, match="'g1'.*hull tolerance"):
+        path_g1, dirs = models.robot_path("g1")
+        b.add_urdf("g1", path_g1, package_dirs=dirs, hull_tolerance=float("nan"))
+    assert not b.build().model.nbodies

@@ -225,14 +225,15 @@ def _collapse_oracle(V, tris, v0, l, tol):
     return ratio < 1, ratio, near or abs(ratio - 1) < 1e-9
 
 
-def _g1_shapes():
-    """The `collision.shapes.ShapeTable` of G1's collision geometries (at q = 0)."""
+def _g1_shapes(hull_tolerance=None):
+    """The `collision.shapes.ShapeTable` of G1's collision geometries (at q = 0), their hulls
+    at `hull_tolerance` (m; None: the default)."""
     from collision.shapes import ShapeTable
     path, dirs = models.robot_path("g1")
     b = simstep.WorldBuilder()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        b.add_urdf("g1", path, package_dirs=dirs)
+        b.add_urdf("g1", path, package_dirs=dirs, hull_tolerance=hull_tolerance)
     return ShapeTable(b.build().geometries)
 
 
@@ -279,15 +280,15 @@ def test_support_feature_collapse_on_g1_hulls_matches_numpy():
 
 
 def test_near_tied_lowest_vertices_do_not_decide_the_patch():
-    """G1's curved back plate (`logo_link`, 1214 hull vertices) lying on the floor: its two
-    lowest vertices (895, 949) are 0.5 µm apart along the floor's normal as a settled G1 lies on
+    """G1's curved back plate (`logo_link`, 1214 vertices in the hull of all its vertices, hull
+    tolerance 0) lying on the floor: its two lowest vertices (895, 949) are 0.5 µm apart along the floor's normal as a settled G1 lies on
     its back (the direction below, rounded), and the robot's sub-µm rocking makes either the
     lowest. The face test at 895 finds a face, at 949 not, so when only the climb's vertex
     decided, the patch flipped between 4 points and 1 every few steps (233 contact-set changes
     in 1000 steps of `bench_step`'s g1_on_back; 4 with every near-tied apex tested). Tilted so
     that each is the lowest by 0.34 µm, the patch is the face both times."""
     from collision.hulls import _face_at, hull_climb, hull_flood, hull_patch_collapses
-    S = _g1_shapes()
+    S = _g1_shapes(hull_tolerance=0.0)
     g = next(i for i, n in enumerate(S.names) if "logo_link" in n)
     off, V = S.coff[g], S.convex_vertices(g)
     l = np.array([-0.998077, -0.018359, -0.059203])       # the floor's direction in the plate's frame

@@ -74,15 +74,16 @@ def test_triangle_pyramid_8_rows_stands_3s():
 
 @pytest.mark.slow
 def test_g1_dropped_from_30cm_comes_to_rest():
-    """Measured after 3 s: deepest geometry 2.5e-8 m below the ground, pelvis speed 3.5e-6 m/s
-    (17 s of wall time)."""
+    """After 3 s it lies on the ground, its links within 0.1 mm of it (measured: 15 contacts
+    9–10 µm above it, within the solver's contact slop of 10 µm; with the hulls of all the
+    meshes' vertices one was 2.5e-8 m below it), none more than 1 mm below, the pelvis at rest
+    (measured 2e-10 m/s; 4 s of wall time with warm kernel caches)."""
     w = scenes.humanoid("g1", pose="falling", height=0.3)
-    det = collision.CollisionDetector(w, margin=0.0)
-    c0 = det.detect(w.q0)
+    c0 = collision.CollisionDetector(w, margin=0.0).detect(w.q0)
     assert len(c0) == 0          # starts in the air, no self-contact
     sim = simstep.Simulator(w, dt=w.dt)
     sim.run(3000)
-    c = det.detect(sim.q)
+    c = collision.CollisionDetector(w, margin=1e-4).detect(sim.q)
     ground = (c.body2 == -1) | (c.body1 == -1)
     depth = float(max(0.0, -c.distance[ground].min())) if ground.any() else 0.0
     assert ground.any(), "the robot should lie on the ground"

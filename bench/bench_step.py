@@ -75,26 +75,38 @@ def g1_world(quat=G1_QUAT):
     return b.build()
 
 
-def mujoco_urdf(path, dirs):
-    """MjSpec of a URDF of example-robot-data (package:// mesh paths resolved in `dirs[0]`)."""
+def mujoco_urdf(path, dirs, mesh_files=False):
+    """MjSpec of a URDF of example-robot-data (package:// mesh paths resolved in `dirs[0]`), each
+    mesh given as the vertices of our collision hull of it (`collision.load_convex_mesh`, whose
+    default tolerance leaves out vertices within 0.1 mm of the others' hull), so that MuJoCo
+    collides the same convex hulls as we do; mesh_files: MuJoCo reads the mesh files (the hulls
+    of all their vertices)."""
     import mujoco
+    from collision import load_convex_mesh
     spec = mujoco.MjSpec.from_file(path)
     for m in spec.meshes:
         m.file = m.file.replace("package://", dirs[0] + "/")
+        if mesh_files:
+            continue
+        verts, _ = load_convex_mesh(m.file, np.array(m.scale))
+        m.uservert = verts.ravel()
+        m.scale = [1.0, 1.0, 1.0]
+        m.file = ""
     return spec
 
 
-def robot_mujoco(robot, world=None, self_collision=True, quat=G1_QUAT, height=0.9):
+def robot_mujoco(robot, world=None, self_collision=True, quat=G1_QUAT, height=0.9, mesh_files=False):
     """MuJoCo model of `robot` (example-robot-data URDF, its convex-hull collision meshes, free
     root, ground plane, elliptic cones, dt 1 ms). world: our world of the same robot, whose
     joint PD (``world.actuation``, `simstep.control.JointPD`) and rotor inertias are copied as
     position actuators (force = kp (ctrl − q) − kd v, clipped to the same effort limits; ctrl =
     the PD target) and ``dof_armature``, and whose friction (robot, ground) is used; without it
     the robot is unactuated at `height` with orientation `quat` (xyzw) and friction MU.
-    self_collision False: the robot's geoms get conaffinity 0 (they still touch the plane)."""
+    self_collision False: the robot's geoms get conaffinity 0 (they still touch the plane).
+    mesh_files: see `mujoco_urdf`."""
     import mujoco
     path, dirs = models.robot_path(robot)
-    spec = mujoco_urdf(path, dirs)
+    spec = mujoco_urdf(path, dirs, mesh_files)
     root = spec.bodies[1]
     root.add_freejoint(name="root_joint")
     root.pos = [0, 0, height]

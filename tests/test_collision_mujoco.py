@@ -1,7 +1,8 @@
 """G1 lying on the floor (a saved configuration, tests/data/g1_lying.npz: a long simulation's
-end state differs between CPUs) against MuJoCo's mj_collision on the same URDF, meshes (both
-collide their convex hulls) and configuration: the same bodies touch the floor and each
-other, with the same distances."""
+end state differs between CPUs) against MuJoCo's mj_collision on the same URDF, convex hulls
+and configuration: the same bodies touch the floor and each other, with the same distances.
+The hulls: ours at the default tolerance given to MuJoCo as vertices, or the hulls of all the
+meshes' vertices (hull tolerance 0), which MuJoCo computes from the files itself."""
 import os
 import warnings
 
@@ -17,21 +18,21 @@ DATA = os.path.join(os.path.dirname(__file__), "data", "g1_lying.npz")
 MARGIN = 2e-3       # m: the simulator's default detection margin
 
 
-def g1_world():
+def g1_world(hull_tolerance=None):
     path, dirs = models.robot_path("g1")
     b = simstep.WorldBuilder()
     b.add_ground()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        b.add_urdf("g1", path, package_dirs=dirs)
+        b.add_urdf("g1", path, package_dirs=dirs, hull_tolerance=hull_tolerance)
     return b.build()
 
 
-def mujoco_g1(world, q, self_collision):
+def mujoco_g1(world, q, self_collision, mesh_files=False):
     """MuJoCo's model of the same URDF (free root, ground plane; `bench_step.robot_mujoco`),
     its data at our q after mj_kinematics and mj_collision."""
     from bench.bench_step import mujoco_qpos, robot_mujoco
-    m = robot_mujoco("g1", self_collision=self_collision)
+    m = robot_mujoco("g1", self_collision=self_collision, mesh_files=mesh_files)
     m.geom_margin[:] = MARGIN / 2       # a pair's margin is the sum of its geoms'
     d = mujoco.MjData(m)
     d.qpos[:] = mujoco_qpos(world, m, q, "g1/")
@@ -49,14 +50,15 @@ def pair_distances(names):
     return out
 
 
+@pytest.mark.parametrize("full_hulls", [False, True])
 @pytest.mark.parametrize("self_collision", [False, True])
-def test_g1_lying_contacts_match_mujoco(self_collision):
-    w = g1_world()
+def test_g1_lying_contacts_match_mujoco(self_collision, full_hulls):
+    w = g1_world(0.0 if full_hulls else None)
     q = np.load(DATA)["q"]
     c = CollisionDetector(w, margin=MARGIN, self_collision=self_collision).detect(q)
     name = lambda b: "world" if b < 0 else w.model.body_names[b].split("/", 1)[1]   # noqa: E731
     ours = pair_distances((name(b1), name(b2), d) for b1, b2, d in zip(c.body1, c.body2, c.distance))
-    m, d = mujoco_g1(w, q, self_collision)
+    m, d = mujoco_g1(w, q, self_collision, mesh_files=full_hulls)
     mj = pair_distances((m.body(m.geom_bodyid[k.geom1]).name, m.body(m.geom_bodyid[k.geom2]).name, k.dist)
                         for k in d.contact[:d.ncon])
     ground = {p for p in ours if "world" in p}

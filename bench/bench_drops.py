@@ -56,33 +56,23 @@ def drop(seed, settle, steps, block, peer=True):
         mjd = mujoco.MjData(mjm)
         for _ in range(int(round(settle / B.DT))):
             mujoco.mj_step(mjm, mjd)
-    ours, theirs = [], []
     phases = {k: 0.0 for k in PHASES}
-    its = newton = cap = 0
-    vmax = 0.0
-    done = 0
-    while done < steps:
-        n = min(block, steps - done)
-        for _ in range(n):
-            t0 = time.perf_counter()
-            st = sim.step()
-            ours.append(time.perf_counter() - t0)
-            for k in PHASES:
-                phases[k] += getattr(st, k)
-            its += st.iterations
-            newton += st.newton_steps
-            cap += st.iterations >= sim.admm.settings.max_iter
-            vmax = max(vmax, float(np.abs(sim.v).max()))
-        if mjm is not None:
-            for _ in range(n):
-                t0 = time.perf_counter()
-                mujoco.mj_step(mjm, mjd)
-                theirs.append(time.perf_counter() - t0)
-        done += n
+    counts = dict(its=0, newton=0, cap=0, vmax=0.0, contacts=0)
+
+    def record(st):
+        for k in PHASES:
+            phases[k] += getattr(st, k)
+        counts["its"] += st.iterations
+        counts["newton"] += st.newton_steps
+        counts["cap"] += st.iterations >= sim.admm.settings.max_iter
+        counts["vmax"] = max(counts["vmax"], float(np.abs(sim.v).max()))
+        counts["contacts"] = st.ncontacts
+    ours, theirs = B.alternating_blocks(sim, steps, block, record,
+                                        None if mjm is None else (lambda: mujoco.mj_step(mjm, mjd)))
     row = dict(seed=seed, quaternion=quat, ours_mean_us=1e6 * float(np.mean(ours)),
                phases_mean_us={k[5:]: 1e6 * v / steps for k, v in phases.items()},
-               iterations_mean=its / steps, newton_steps_mean=newton / steps, at_cap=int(cap),
-               contacts=int(st.ncontacts), max_joint_speed=vmax)
+               iterations_mean=counts["its"] / steps, newton_steps_mean=counts["newton"] / steps,
+               at_cap=int(counts["cap"]), contacts=int(counts["contacts"]), max_joint_speed=counts["vmax"])
     if theirs:
         row.update(mujoco_mean_us=1e6 * float(np.mean(theirs)), mujoco_contacts=int(mjd.ncon),
                    ratio=float(np.mean(ours) / np.mean(theirs)))

@@ -296,6 +296,28 @@ def settled(name, world, settle, fresh):
 COMPILES = CompileCounter(cache_loads=True)
 
 
+def alternating_blocks(sim, steps, block, record, peer=None):
+    """Time `steps` steps of our simulator and of the peer in alternating blocks of `block`
+    (ours first): record(stats) after each of ours (untimed), peer() one step of the peer (None:
+    ours only). Returns the step times (s) as lists: ours, the peer's."""
+    ours, theirs = [], []
+    done = 0
+    while done < steps:
+        n = min(block, steps - done)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            st = sim.step()
+            ours.append(time.perf_counter() - t0)
+            record(st)
+        if peer is not None:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                peer()
+                theirs.append(time.perf_counter() - t0)
+        done += n
+    return ours, theirs
+
+
 def measure(name, settle, steps, block, fresh, attempts=3):
     """`measure_once`, repeated (on a new simulator from the same settled state) while numba
     compiled or loaded code during the measured steps: a code path first used there (for
@@ -327,30 +349,23 @@ def measure_once(name, settle, steps, block, fresh):
             mujoco.mj_step(mjm, mjd)
     cap = sim.admm.settings.max_iter
     compiles_before_measuring = COMPILES.count
-    ours, theirs, its, ncs, conv, nws = [], [], [], [], [], []
+    its, ncs, conv, nws = [], [], [], []
     phases = {k: [] for k in ("time_collision", "time_dynamics", "time_operator", "time_solver",
                               "time_integration")}
-    done = 0
-    while done < steps:
-        n = min(block, steps - done)
-        for _ in range(n):
-            t0 = time.perf_counter()
-            st = sim.step()
-            ours.append(time.perf_counter() - t0)
-            its.append(st.iterations)
-            nws.append(st.newton_steps)
-            ncs.append(st.ncontacts)
-            conv.append(st.converged)
-            for k in phases:
-                phases[k].append(getattr(st, k))
-        if mjm is not None:
-            for _ in range(n):
-                t0 = time.perf_counter()
-                if control is not None:     # the trot's targets: timed, as our step evaluates the same
-                    control(mjm, mjd)       # reference (`trot_reference`, numpy) inside its joint PD
-                mujoco.mj_step(mjm, mjd)
-                theirs.append(time.perf_counter() - t0)
-        done += n
+
+    def record(st):
+        its.append(st.iterations)
+        nws.append(st.newton_steps)
+        ncs.append(st.ncontacts)
+        conv.append(st.converged)
+        for k in phases:
+            phases[k].append(getattr(st, k))
+
+    def peer():
+        if control is not None:     # the trot's targets: timed, as our step evaluates the same
+            control(mjm, mjd)       # reference (`trot_reference`, numpy) inside its joint PD
+        mujoco.mj_step(mjm, mjd)
+    ours, theirs = alternating_blocks(sim, steps, block, record, None if mjm is None else peer)
     its, ours = np.array(its), np.array(ours) * 1e6
     row = dict(scene=name, description=desc, settle_s=settle, steps=steps, contacts=float(np.mean(ncs)),
                iterations_mean=float(its.mean()), iterations_p95=float(np.percentile(its, 95)),

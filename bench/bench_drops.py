@@ -44,10 +44,10 @@ def orientation(seed):
     return tuple(float(x) for x in np.r_[axis * np.sin(angle / 2), np.cos(angle / 2)])
 
 
-def drop(seed, settle, steps, block, peer=True):
-    """One drop's row (module docstring)."""
+def drop(seed, settle, steps, block, peer=True, sim_options=None):
+    """One drop's row (module docstring); sim_options: keywords of our `simstep.Simulator`."""
     quat = orientation(seed)
-    sim = simstep.Simulator(B.g1_world(quat), dt=B.DT)
+    sim = simstep.Simulator(B.g1_world(quat), dt=B.DT, **(sim_options or {}))
     sim.run(int(round(settle / B.DT)))
     mjm = mjd = None
     if peer:
@@ -114,6 +114,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--block", type=int, default=100, help="steps per alternating block")
     ap.add_argument("--no-peer", action="store_true", help="ours only (no MuJoCo)")
+    ap.add_argument("--erp", type=float, default=None, help="our Simulator's erp (default: its default)")
     args = ap.parse_args()
     if args.drops < 1 or args.steps < 1 or args.block < 1 or not args.settle >= 0:
         ap.error("--drops, --steps and --block must be ≥ 1 and --settle ≥ 0")
@@ -121,14 +122,15 @@ def main():
     print(f"{'seed':>4s} {'ours us':>8s} {'mj us':>8s} {'ratio':>6s} {'solver':>7s} {'coll':>6s} {'its':>6s} "
           f"{'newton':>6s} {'cap':>4s} {'k':>3s} {'max |v|':>8s}")
     for seed in range(args.first, args.first + args.drops):
-        r = drop(seed, args.settle, args.steps, args.block, not args.no_peer)
+        r = drop(seed, args.settle, args.steps, args.block, not args.no_peer,
+                 None if args.erp is None else dict(erp=args.erp))
         rows.append(r)
         print(f"{seed:4d} {r['ours_mean_us']:8.0f} {r.get('mujoco_mean_us', np.nan):8.0f} {r.get('ratio', np.nan):6.2f} "
               f"{r['phases_mean_us']['solver']:7.0f} {r['phases_mean_us']['collision']:6.1f} "
               f"{r['iterations_mean']:6.2f} {r['newton_steps_mean']:6.2f} {r['at_cap']:4d} {r['contacts']:3d} "
               f"{r['max_joint_speed']:8.2e}", flush=True)
     out = dict(benchmark="g1_drops", python=platform.python_version(), machine=platform.machine(), dt=B.DT,
-               settle_s=args.settle, steps=args.steps, block=args.block, rows=rows,
+               erp=args.erp, settle_s=args.settle, steps=args.steps, block=args.block, rows=rows,
                ours_us=summary(rows, "ours_mean_us"),
                solver_us=summary([dict(s=r["phases_mean_us"]["solver"]) for r in rows], "s"),
                collision_us=summary([dict(s=r["phases_mean_us"]["collision"]) for r in rows], "s"),

@@ -79,8 +79,9 @@ def drop(seed, settle, steps, block, peer=True, sim_options=None):
     return row
 
 
-def summary(rows, key):
-    x = np.array([r[key] for r in rows])
+def summary(values):
+    """mean, median and p95 of the drops' values."""
+    x = np.asarray(values, float)
     return dict(mean=float(x.mean()), median=float(np.median(x)), p95=float(np.percentile(x, 95)))
 
 
@@ -131,9 +132,9 @@ def main():
               f"{r['max_joint_speed']:8.2e}", flush=True)
     out = dict(benchmark="g1_drops", python=platform.python_version(), machine=platform.machine(), dt=B.DT,
                erp=args.erp, settle_s=args.settle, steps=args.steps, block=args.block, rows=rows,
-               ours_us=summary(rows, "ours_mean_us"),
-               solver_us=summary([dict(s=r["phases_mean_us"]["solver"]) for r in rows], "s"),
-               collision_us=summary([dict(s=r["phases_mean_us"]["collision"]) for r in rows], "s"),
+               ours_us=summary([r["ours_mean_us"] for r in rows]),
+               solver_us=summary([r["phases_mean_us"]["solver"] for r in rows]),
+               collision_us=summary([r["phases_mean_us"]["collision"] for r in rows]),
                steps_at_cap=int(sum(r["at_cap"] for r in rows)),
                moving=int(sum(r["max_joint_speed"] > 0.05 for r in rows)))
     line = (f"\nover {len(rows)} drops: ours mean {out['ours_us']['mean']:.0f} / median {out['ours_us']['median']:.0f} "
@@ -141,7 +142,7 @@ def main():
             f"{out['collision_us']['mean']:.1f}); {out['steps_at_cap']} steps at the cap; {out['moving']} robots "
             f"with a joint faster than 0.05 rad/s")
     if not args.no_peer:
-        out["mujoco_us"] = summary(rows, "mujoco_mean_us")
+        out["mujoco_us"] = summary([r["mujoco_mean_us"] for r in rows])
         out["ratio_of_means"] = out["ours_us"]["mean"] / out["mujoco_us"]["mean"]
         out["ratio_median"] = float(np.median([r["ratio"] for r in rows]))
         line += (f"\nMuJoCo mean {out['mujoco_us']['mean']:.0f} / median {out['mujoco_us']['median']:.0f} / p95 "

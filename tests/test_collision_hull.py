@@ -255,7 +255,7 @@ def test_mesh_hull_tolerance(tmp_path):
     b = simstep.WorldBuilder()
     with pytest.raises(ValueError, match="'ball'.*hull tolerance"):
         b.add_mesh("ball", path, hull_tolerance=-1.0)
+    path_g1, dirs = models.robot_path("g1")
     with pytest.raises(ValueError, match="'g1'.*hull tolerance"):
-        path_g1, dirs = models.robot_path("g1")
         b.add_urdf("g1", path_g1, package_dirs=dirs, hull_tolerance=float("nan"))
     assert not b.build().model.nbodies

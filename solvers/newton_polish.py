@@ -32,8 +32,20 @@ import math
 import numpy as np
 from numba import njit
 
+import models.dynamics
+from models.jitcache import drop_stale_cache
+
+from . import cones as _cones
+from . import delassus_kernels as _dk
+from . import lcaba_kernels as _lk
+from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, desaxce_kernel, project_kernel, velocity_residual_kernel
+from .delassus_kernels import contact_columns_kernel
 from .opstate import op_matvec
+
+# the Newton compiles in the operators' products (`opstate.op_matvec`, the kernels of `delassus_kernels`,
+# `lcaba_kernels` and `models.dynamics` they call) and the cone kernels
+drop_stale_cache(__file__, [_cones.__file__, _dk.__file__, _lk.__file__, _opstate.__file__, models.dynamics.__file__])
 
 
 @njit(cache=True)
@@ -185,13 +197,38 @@ def _ssn_residual(kind, start, size, param, kappa, eps, lt, st, F):
 
 @njit(cache=True)
 def _ssn_fetch(dense, geo, ws, dn, Rc, has_rc, kind, start, size, inA, cols, col_of, ncols):
-    """The columns of G + R_c of the working set's rows not yet in cols; ncols, or −1 if full."""
+    """The columns of G + R_c of the working set's rows not yet in cols; ncols, or −1 if full. On a
+    matrix-free operator a contact's three columns come from one call of
+    `delassus_kernels.contact_columns_kernel` (the same columns as three products)."""
     m = col_of.shape[0]
     e = np.zeros(m)
+    rows = geo.rows
+    contact = np.full(m if dense == 0 else 0, -1, np.int64)     # the contact whose first row is r
+    for k in range(rows.crow.shape[0] if dense == 0 else 0):
+        contact[rows.crow[k]] = k
+    n, nv = geo.jint.shape[0], geo.S.shape[1]
+    F, A = np.empty((0, 6, 3)), np.empty((0, 6, 3))
+    Q, hot = np.empty((0, 3)), np.empty(0, np.bool_)
     for b in range(kind.shape[0]):
         if not inA[b]:
             continue
-        for r in range(start[b], start[b] + size[b]):
+        s = start[b]
+        if dense == 0 and kind[b] == CONE and size[b] == 3 and contact[s] >= 0 and col_of[s] < 0 and \
+                col_of[s + 1] < 0 and col_of[s + 2] < 0:
+            if ncols + 3 > cols.shape[0]:
+                return -1
+            if F.shape[0] == 0:
+                F, A = np.empty((n, 6, 3)), np.empty((n, 6, 3))
+                Q, hot = np.empty((nv, 3)), np.empty(n, np.bool_)
+            contact_columns_kernel(geo.jint, geo.S, geo.U, geo.Dinv, rows, contact[s], F, Q, A, hot,
+                                   cols[ncols:ncols + 3])
+            for j in range(3):
+                if has_rc:
+                    cols[ncols, s + j] += Rc[s + j]
+                col_of[s + j] = ncols
+                ncols += 1
+            continue
+        for r in range(s, s + size[b]):
             if col_of[r] < 0:
                 if ncols == cols.shape[0]:
                     return -1
@@ -227,7 +264,8 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
     its back, cost 13% of its solver time); λ gets the best point, success if it is within tol
     (the caller checks it again). Not tried (False) with box rows or when the
     working set has more rows than cols holds. Columns of G + R_c come one operator product each
-    into cols (kept for the whole solve). Returns (Newton steps, success, ncols)."""
+    (a contact's three from one pass on a matrix-free operator, `_ssn_fetch`) into cols (kept for
+    the whole solve). Returns (Newton steps, success, ncols)."""
     m, nb = g.shape[0], kind.shape[0]
     for b in range(nb):
         if kind[b] == BOX:

@@ -648,3 +648,34 @@ def test_compiled_state_on_another_data_reads_that_data():
     op.refresh(d0)
     assert op.compiled_state() is s0
     assert state_max_eigenvalue(s0, 15) == MatrixFreeDelassus(model, q0, cs).max_eigenvalue(15)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_contact_columns_equal_the_operators_products(seed):
+    """`contact_columns_kernel` (a contact's three columns of G in one pass, for the Newton polish)
+    gives, bit for bit, the columns of products with unit impulses, and the dense oracle's G:
+    two free trees with revolute, prismatic, spherical and fixed joints, contacts with the ground
+    and between links of one tree and of the two, joint-limit rows among the contacts' rows."""
+    from solvers.delassus_kernels import contact_columns_kernel
+    from solvers.opstate import operator_parts
+    rng = np.random.default_rng(30 + seed)
+    model = random_forest(rng, 16, nroots=2)
+    q = model.random_configuration(rng)
+    cons = random_contacts(rng, model, q, 5, 6)
+    cons += [JointLimit(model.joint_names[1], "lower")]
+    op = MatrixFreeDelassus(model, q, cons)
+    m = op.m
+    _, geo, _, _, _ = operator_parts(op, m)
+    rows = geo.rows
+    n, nv = model.nbodies, model.nv
+    F, A, Q, hot = np.empty((n, 6, 3)), np.empty((n, 6, 3)), np.empty((nv, 3)), np.empty(n, np.bool_)
+    G = oracle(model, q, cons)[3]
+    assert rows.crow.shape[0] == len(cons) - 1 and rows.gen.shape[0] == m - 3 * (len(cons) - 1) > 0
+    for k, r0 in enumerate(rows.crow):
+        out = np.full((3, m), np.nan)
+        contact_columns_kernel(geo.jint, geo.S, geo.U, geo.Dinv, rows, k, F, Q, A, hot, out)
+        for j in range(3):
+            e = np.zeros(m)
+            e[r0 + j] = 1.0
+            assert np.array_equal(out[j], op.matvec(e))
+        np.testing.assert_allclose(out, G[:, r0:r0 + 3].T, rtol=0, atol=1e-10 * np.abs(G).max())

@@ -71,7 +71,7 @@ def narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cver
             lib_pairs[nlib] = pi
             nlib += 1
         elif m > 0:
-            k = emit_patch(a, b, pw.V, pw.PA, pw.PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R,
+            k = emit_patch(a, b, pw.V, pw.PA, pw.PB, m, tol, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R,
                            out_s, k, cap, pw.keep, pw.ws)
     return nlib, k
 

@@ -27,7 +27,7 @@ def patch_from_normal_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, b
     Returns the new contact count."""
     m = patch_along_normal(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, i, bwa, i, bwb, i, tol, V, PA, PB,
                            FA, FB, ws, False)
-    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+    return emit_patch(a, b, V, PA, PB, m, tol, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                       out_i.shape[1], keep, ws)
 
 
@@ -96,7 +96,7 @@ def emit_points_kernel(a, b, gkind, gsize, gR, gp, cverts, coff, hg, bn, PA, PB,
         _cprr(V, _VPAW, bwa, i)
         _cprr(V, _VPBW, bwb, i)
         m = keep_witness(PA, PB, m, V, tol, False)
-    return emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
+    return emit_patch(a, b, V, PA, PB, m, tol, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k,
                       out_i.shape[1], keep, ws)
 
 

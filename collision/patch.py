@@ -23,6 +23,11 @@ from .workspace import (_VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0
 # kernels here compile in those of these modules: drop the cache when they change
 models.jitcache.drop_stale_cache(__file__, [hulls.__file__, support.__file__, workspace.__file__])
 
+# `reduce_patch`: a point within PATCH_TOUCH patch tolerances of the deepest separation touches;
+# a touching point is kept over the best one when it gives PATCH_PREFER of its distance or area
+PATCH_TOUCH = 0.1
+PATCH_PREFER = 0.5
+
 
 @njit(**_NONRT_INLINE)
 def _lift(F, m, V, iX0, iXn, u, v, P, ip):
@@ -284,14 +289,19 @@ def build_patch(FA, mA, FB, mB, V, PA, PB, ws):
 
 
 @njit(**_NONRT)
-def reduce_patch(PA, PB, m, V, keep, ws):
+def reduce_patch(PA, PB, m, V, tol, keep, ws):
     """Indices (into keep) of at most 4 points of the patch: the deepest, the farthest from
-    it, the one maximizing the triangle area, then the one adding the most area.
+    it, the one maximizing the triangle area, then the one adding the most area; at each
+    choice a touching point (separation within PATCH_TOUCH · tol of the deepest's, tol the
+    patch tolerance) is taken over the best point when it gives at least PATCH_PREFER of the
+    best's distance or area. A link resting on two vertices of its hull, with the rest of its
+    1 mm band slightly above the floor, then keeps both (G1's wrist lying: the far vertex lost
+    to a band point 1 cm away and 0.7 mm up, the load jumped between the two every step).
 
     Areas are those of the patch midpoints X_i = (PA_i + PB_i) / 2, computed once into rows
     2-4 of the scratch ws (NWS, MAXF), seen along n = V[_VN]: twice the signed area of
     (X_a, X_b, X_c) is ((X_b − X_a) × (X_c − X_a)) · n, each triangle's first edge
-    X_b − X_a computed once (`_tri2` evaluates the rest)."""
+    X_b − X_a computed once (`_tri2` evaluates the rest); the separations go to row 5."""
     if m <= 4:
         for i in range(m):
             keep[i] = i
@@ -300,48 +310,58 @@ def reduce_patch(PA, PB, m, V, keep, ws):
     i0, d0 = 0, np.inf
     for i in range(m):
         di = _dotrr(PB, i, V, _VN) - _dotrr(PA, i, V, _VN)
+        ws[5, i] = di
         if di < d0 - 1e-12:
             i0, d0 = i, di
         ws[2, i] = 0.5 * (PA[i, 0] + PB[i, 0])
         ws[3, i] = 0.5 * (PA[i, 1] + PB[i, 1])
         ws[4, i] = 0.5 * (PA[i, 2] + PB[i, 2])
+    touch = d0 + PATCH_TOUCH * tol
     x0, y0, z0 = ws[2, i0], ws[3, i0], ws[4, i0]
-    i1, best = -1, -1.0
+    i1, best, j1, bt = -1, -1.0, -1, -1.0
     for i in range(m):
         ex, ey, ez = ws[2, i] - x0, ws[3, i] - y0, ws[4, i] - z0
         s = ex * ex + ey * ey + ez * ez
         if s > best + 1e-18:
             best, i1 = s, i
+        if i != i0 and ws[5, i] <= touch and s > bt + 1e-18:
+            bt, j1 = s, i
+    if j1 >= 0 and bt >= PATCH_PREFER ** 2 * best:    # (squared distances)
+        i1 = j1
     ux, uy, uz = ws[2, i1] - x0, ws[3, i1] - y0, ws[4, i1] - z0
-    i2, best = -1, -1.0
+    i2, best, j2, bt = -1, -1.0, -1, -1.0
     for i in range(m):
         s = abs(_tri2(ux, uy, uz, ws[2, i] - x0, ws[3, i] - y0, ws[4, i] - z0, n0, n1, n2))
         if s > best + 1e-18:
             best, i2 = s, i
+        if ws[5, i] <= touch and s > bt + 1e-18:
+            bt, j2 = s, i
     if best <= 1e-18:
         keep[0], keep[1] = i0, i1
         return 2
+    if j2 >= 0 and bt >= PATCH_PREFER * best:
+        i2 = j2
     orient = 1.0 if _tri2(ux, uy, uz, ws[2, i2] - x0, ws[3, i2] - y0, ws[4, i2] - z0, n0, n1, n2) > 0 else -1.0
     # the triangle's edges a → b: (i0, i1) is u; (i1, i2) and (i2, i0)
     x1, y1, z1 = ws[2, i1], ws[3, i1], ws[4, i1]
     x2, y2, z2 = ws[2, i2], ws[3, i2], ws[4, i2]
     ax, ay, az = x2 - x1, y2 - y1, z2 - z1
     bx, by, bz = x0 - x2, y0 - y2, z0 - z2
-    i3, best = -1, 1e-18
+    i3, best, j3, bt = -1, 1e-18, -1, 1e-18
     for i in range(m):
         if i == i0 or i == i1 or i == i2:
             continue
         px, py, pz = ws[2, i], ws[3, i], ws[4, i]
         # > 0: outside the edge
-        s = -orient * _tri2(ux, uy, uz, px - x0, py - y0, pz - z0, n0, n1, n2)
+        s = max(-orient * _tri2(ux, uy, uz, px - x0, py - y0, pz - z0, n0, n1, n2),
+                -orient * _tri2(ax, ay, az, px - x1, py - y1, pz - z1, n0, n1, n2),
+                -orient * _tri2(bx, by, bz, px - x2, py - y2, pz - z2, n0, n1, n2))
         if s > best + 1e-18:
             best, i3 = s, i
-        s = -orient * _tri2(ax, ay, az, px - x1, py - y1, pz - z1, n0, n1, n2)
-        if s > best + 1e-18:
-            best, i3 = s, i
-        s = -orient * _tri2(bx, by, bz, px - x2, py - y2, pz - z2, n0, n1, n2)
-        if s > best + 1e-18:
-            best, i3 = s, i
+        if ws[5, i] <= touch and s > bt + 1e-18:
+            bt, j3 = s, i
+    if j3 >= 0 and bt >= PATCH_PREFER * best:
+        i3 = j3
     keep[0], keep[1], keep[2] = i0, i1, i2
     if i3 < 0:
         return 3
@@ -385,10 +405,10 @@ def _angle_before(ws, a, b):
 
 
 @njit(**_NONRT_INLINE)
-def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, cap,
+def emit_patch(a, b, V, PA, PB, m, tol, gbody, gR, ng, gfric, grest, gcomp, out_i, out_p, out_R, out_s, k, cap,
                keep, ws):
-    """Reduce the patch (normal n = V[_VN]) to ≤ 4 points and write them as contacts from
-    index k.
+    """Reduce the patch (normal n = V[_VN]; tol the patch tolerance, m) to ≤ 4 points and write
+    them as contacts from index k.
 
     out_i (5, cap) int64: rows body1, body2, geom1, geom2, key; out_p (cap, 3): position;
     out_R (cap, 3, 3): frame; out_s (4, cap): rows distance, friction, restitution,
@@ -396,7 +416,7 @@ def emit_patch(a, b, V, PA, PB, m, gbody, gR, ng, gfric, grest, gcomp, out_i, ou
     Friction = sqrt(μa μb), restitution = max(ea, eb), compliance = ca + cb.
     keep (4,) int64, ws (NWS, MAXF): scratch.
     Returns the new k (counts past cap so the caller can grow the buffers)."""
-    r = reduce_patch(PA, PB, m, V, keep, ws)
+    r = reduce_patch(PA, PB, m, V, tol, keep, ws)
     col = 0
     if abs(gR[b, 0, 0] * V[_VN, 0] + gR[b, 1, 0] * V[_VN, 1] + gR[b, 2, 0] * V[_VN, 2]) > 0.9:
         col = 1

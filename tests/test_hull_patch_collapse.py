@@ -309,3 +309,25 @@ def test_near_tied_lowest_vertices_do_not_decide_the_patch():
         faces[top] = _face_at(g, S.cverts, S.hull, v0, hmax, m, u[0], u[1], u[2], 1e-3)
         assert not hull_patch_collapses(g, S.cverts, S.hull, v0, hmax, m, u[0], u[1], u[2], 1e-3)
     assert sorted(faces.values()) == [False, True]        # the climb's vertex alone would flip the patch
+
+
+@pytest.mark.parametrize("dz", [-2e-7, 0.0, 2e-7])
+def test_a_hull_resting_on_two_vertices_keeps_both(tmp_path, dz):
+    """A prism whose two lowest vertices A and C (4.87 cm apart) touch the floor, with four more
+    vertices of its 1 mm band 0.5–0.6 mm up, two of them farther from A than C is and C inside
+    their outline (as G1's wrist link lying on the floor): the patch holds both A and C at their
+    depth, whichever is the deeper (C raised or lowered by 0.2 µm). Keeping the farthest band
+    vertex instead left C out, and the load jumped between A and C every step."""
+    bottom = np.array([[0.0, 0.0, 0.0], [0.0, -0.0487, dz], [-0.004, -0.0492, 6e-4], [0.004, -0.0492, 6e-4],
+                       [0.01, -0.02, 5e-4], [-0.01, -0.02, 5e-4]])
+    top = bottom * [1.0, 1.0, 0.0] + [0.0, 0.0, 0.03]
+    pts = np.vstack([bottom, top])
+    hull = ConvexHull(pts)
+    assert set(range(6)) <= set(hull.vertices)
+    path = _export(tmp_path, "prism", trimesh.Trimesh(pts, hull.simplices).convex_hull)
+    c = _detect(_world(path, (0.0, 0.0, -1e-5)))
+    assert len(c) == 4
+    for k in (0, 1):                    # A, C: a contact at each, at its depth
+        near = np.linalg.norm(c.position[:, :2] - bottom[k, :2], axis=1)
+        j = int(np.argmin(near))
+        assert near[j] < 1e-6 and abs(c.distance[j] - (bottom[k, 2] - 1e-5)) < 2e-8     # (STL: float32)

@@ -170,6 +170,30 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
 
 
 @njit(**_NONRT)
+def hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol):
+    """For a support set hg.queue[:m] that collapses (`hull_patch_collapses`; v0 its extreme
+    vertex, of height hmax along the unit l): the vertex of the set within PATCH_PLANE_EPS · tol
+    of hmax farthest from v0 across l, if farther than tol (m), else −1. A cap that rests on a
+    line (two lowest vertices near-tied, apart along a rounded link lying on the floor) then
+    keeps both ends, whichever the climb reached: G1's hip link lying has two lowest vertices
+    1.4 cm apart, and its one contact point, with 80 N on it, jumped between them every few
+    steps."""
+    thr = hmax - PATCH_PLANE_EPS * tol
+    x0, x1, x2 = cverts[v0, 0], cverts[v0, 1], cverts[v0, 2]
+    best, w = tol * tol, -1
+    for j in range(m):
+        v = hg.queue[j]
+        if cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2 < thr:
+            continue
+        d0, d1, d2 = cverts[v, 0] - x0, cverts[v, 1] - x1, cverts[v, 2] - x2
+        dl = d0 * l0 + d1 * l1 + d2 * l2
+        s = d0 * d0 + d1 * d1 + d2 * d2 - dl * dl
+        if s > best:
+            best, w = s, v
+    return w
+
+
+@njit(**_NONRT)
 def _face_at(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     """True if the support set hg.queue[:m] holds a face at apex v0 (`hull_patch_collapses`):
     its vertices within tol of hmax and on the plane of v0's triangle most normal to l span

@@ -86,17 +86,24 @@ def test_sphere_hull_rests_on_one_point(meshes, name, under):
 @pytest.mark.parametrize("seed", range(6))
 def test_tilted_sphere_hull_one_point_at_lowest_vertex(meshes, seed):
     """Random orientations of the icosphere on the ground, its lowest vertex (numpy over the
-    hull's vertices) 0.2 mm deep: one contact, at that vertex."""
+    hull's vertices) 0.2 mm deep: one contact, at that vertex, and a second one at the vertex
+    farthest from it among those within PATCH_PLANE_EPS patch tolerances (10 µm) of its height
+    when that one is more than a patch tolerance away (`hulls.hull_tied_partner`; seed 4)."""
     rng = np.random.default_rng(seed)
     R = Rotation.random(random_state=rng.integers(1 << 30))
     v = R.apply(trimesh.load(meshes["ico4"]).vertices)
     low = v[np.argmin(v[:, 2])]
+    tied = v[v[:, 2] <= low[2] + PATCH_PLANE_EPS * TOL]
+    far = np.linalg.norm((tied - low)[:, :2], axis=1)
     p = np.array([0.0, 0.0, -low[2] - 2e-4])
     w = _world(meshes["ico4"], p, R.as_quat())
     c = _detect(w)
-    assert len(c) == 1
-    assert np.isclose(c.distance[0], -2e-4, atol=1e-9)
-    assert np.allclose(c.position[0], low + p + (0, 0, 1e-4), atol=1e-9)
+    expect = [low] + ([tied[np.argmax(far)]] if far.max() > TOL else [])
+    assert len(c) == len(expect) == (2 if seed == 4 else 1)
+    for x in expect:
+        j = int(np.argmin(np.linalg.norm(c.position - (x + p), axis=1)))
+        assert np.isclose(c.distance[j], x[2] - low[2] - 2e-4, atol=1e-9)
+        assert np.allclose(c.position[j], x + p - (0, 0, 0.5 * c.distance[j]), atol=1e-9)
 
 
 @pytest.mark.parametrize("xy", [(0.0, 0.0), (0.003, 0.001)])
@@ -162,7 +169,8 @@ def _frustum(top, base=0.05, height=0.1):
 def test_threshold_small_flat_face(tmp_path, ratio):
     """A frustum resting upside down on its small top face (4 coplanar vertices, the rest 10 cm
     up): the face's patch is kept when its diagonal is PATCH_FACE_MIN · ratio hull half widths
-    with ratio > 1, collapsed to one vertex when < 1 (half width: scipy's facets)."""
+    with ratio > 1, collapsed when < 1 to its extreme vertex and the tied vertex farthest from it,
+    the opposite corner (`hulls.hull_tied_partner`) (half width: scipy's facets)."""
     lo, hi = 1e-3, 0.05                      # bisect the top half side for the ratio
     for _ in range(60):
         t = 0.5 * (lo + hi)
@@ -174,7 +182,7 @@ def test_threshold_small_flat_face(tmp_path, ratio):
     w = _world(path, (0, 0, 0.1 - 1e-4), flip.as_quat())
     c = _detect(w)
     assert np.all(np.isclose(c.distance, -1e-4, atol=1e-9))
-    assert len(c) == (4 if ratio > 1 else 1)
+    assert len(c) == (4 if ratio > 1 else 2)
 
 
 def test_g1_soles_keep_their_face_patches():
@@ -239,8 +247,9 @@ def _g1_shapes(hull_tolerance=None):
 
 def test_support_feature_collapse_on_g1_hulls_matches_numpy():
     """support_feature with collapse=True on G1's link hulls in random poses, along random
-    directions: either the band of collapse=False unchanged, or one extreme vertex, as the rule
-    by numpy decides (`_collapse_oracle`); both outcomes occur."""
+    directions: either the band of collapse=False unchanged, or one extreme vertex (with the
+    near-tied one farthest from it, if beyond the tolerance), as the rule by numpy decides
+    (`_collapse_oracle`); both outcomes occur."""
     from collision import kinds, support, workspace
     S = _g1_shapes()
     rng = np.random.default_rng(5)
@@ -267,10 +276,17 @@ def test_support_feature_collapse_on_g1_hulls_matches_numpy():
                 # the apexes: the extreme vertices and those within PATCH_PLANE_EPS · tol below
                 apexes = np.flatnonzero(h >= h.max() - PATCH_PLANE_EPS * tol)
                 verdicts = [_collapse_oracle(V, tris, int(v), l, tol) for v in apexes]
-                if m == 1 and m2 > 1:     # collapsed: an extreme vertex, no face at any apex
+                if m <= 2 and not (m == m2 and np.array_equal(out[:m], out2[:m])):
+                    # collapsed: an extreme vertex, no face at any apex; with the vertex within
+                    # PATCH_PLANE_EPS · tol of the top farthest from it across l, if beyond tol
                     v0 = int(np.argmin(np.linalg.norm(V @ R.T + gp[0] - out[0], axis=1)))
                     assert np.allclose(V[v0] @ R.T + gp[0], out[0], atol=1e-12) and h[v0] >= h.max() - 1e-12
                     assert all(c or e for c, _, e in verdicts), (S.names[g], [r for _, r, _ in verdicts])
+                    across = (V[apexes] - V[v0]) - np.outer((V[apexes] - V[v0]) @ l, l)
+                    far = np.linalg.norm(across, axis=1)
+                    if m == 2:
+                        assert np.allclose(V[apexes[np.argmax(far)]] @ R.T + gp[0], out[1], atol=1e-12)
+                    assert (m == 2) == (far.max() > tol)
                     seen[True] += 1
                 else:                     # the band, as without the rule: a face at some apex
                     assert m == m2 and np.array_equal(out[:m], out2[:m])
@@ -328,6 +344,28 @@ def test_a_hull_resting_on_two_vertices_keeps_both(tmp_path, dz):
     c = _detect(_world(path, (0.0, 0.0, -1e-5)))
     assert len(c) == 4
     for k in (0, 1):                    # A, C: a contact at each, at its depth
+        near = np.linalg.norm(c.position[:, :2] - bottom[k, :2], axis=1)
+        j = int(np.argmin(near))
+        assert near[j] < 1e-6 and abs(c.distance[j] - (bottom[k, 2] - 1e-5)) < 2e-8     # (STL: float32)
+
+
+@pytest.mark.parametrize("dz", [-1e-7, 0.0, 1e-7])
+def test_a_curved_cap_resting_on_two_tied_vertices_keeps_both(tmp_path, dz):
+    """A rounded hull (6 × 4 × 5 cm) whose two lowest vertices A, C are 1.4 cm apart and level,
+    or either the lower by 0.1 µm, the rest of its bottom 4–7 mm up: its cap collapses (the two
+    span less than the hull's half width), and the patch holds both A and C, whichever is the
+    lower (`hulls.hull_tied_partner`; with the extreme vertex alone, G1's hip link lying on the
+    floor moved its one contact, 80 N, between two such vertices 1.4 cm apart every few steps)."""
+    bottom = np.array([[-0.007, 0.0, 0.0], [0.007, 0.0, dz], [0.0, 0.02, 0.004], [0.0, -0.02, 0.004],
+                       [0.03, 0.0, 0.006], [-0.03, 0.0, 0.006], [0.02, 0.015, 0.007], [-0.02, 0.015, 0.007],
+                       [0.02, -0.015, 0.007], [-0.02, -0.015, 0.007]])
+    pts = np.vstack([bottom, bottom * [1.0, 1.0, 0.0] + [0.0, 0.0, 0.05]])
+    hull = ConvexHull(pts)
+    assert set(range(len(bottom))) <= set(hull.vertices)
+    path = _export(tmp_path, "cap", trimesh.Trimesh(pts, hull.simplices).convex_hull)
+    c = _detect(_world(path, (0.0, 0.0, -1e-5)))
+    assert len(c) == 2
+    for k in (0, 1):
         near = np.linalg.norm(c.position[:, :2] - bottom[k, :2], axis=1)
         j = int(np.argmin(near))
         assert near[j] < 1e-6 and abs(c.distance[j] - (bottom[k, 2] - 1e-5)) < 2e-8     # (STL: float32)

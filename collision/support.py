@@ -11,7 +11,7 @@ from numba import njit
 import models.jitcache
 
 from . import hulls, workspace
-from .hulls import hull_climb, hull_flood, hull_patch_collapses, hull_tied_partner
+from .hulls import hull_climb, hull_flood, hull_patch_collapses
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .workspace import _tangents
@@ -86,7 +86,7 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     convex hull's selected vertices unordered, the extreme one first, none dropped as
     interior. collapse=True (the patches of contacts): a convex hull's set that is the cap of
     a tessellated curved surface, not a face (`hulls.hull_patch_collapses`), is its extreme
-    vertex alone, or with a near-tied vertex far from it the two (`hulls.hull_tied_partner`). Returns the count; -1 for a plane."""
+    vertex alone (against a plane, `narrow._hull_plane` keeps a near-tied far vertex too). Returns the count; -1 for a plane."""
     if kind == PLANE:
         return INF_FEATURE
     if kind == SPHERE:
@@ -145,12 +145,9 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     v0, hmax = hull_climb(g, cverts, hg, dl0, dl1, dl2, -1)     # `hulls.hull_support_set`
     m = hull_flood(cverts, hg, v0, hmax, dl0, dl1, dl2, tol)
     if collapse and hull_patch_collapses(g, cverts, hg, v0, hmax, m, dl0, dl1, dl2, tol):
-        w = hull_tied_partner(cverts, hg, v0, hmax, m, dl0, dl1, dl2, tol)   # a cap resting on a line
         for k in range(3):
             out[0, k] = _cvert_world(gR, gp, g, cverts, v0, k)
-            if w >= 0:
-                out[1, k] = _cvert_world(gR, gp, g, cverts, w, k)
-        return 1 if w < 0 else 2
+        return 1
     if m > 2 and ordered:
         return _hull_face(g, gR, gp, cverts, hg, m, D, i_d, out)
     return hull_points_unordered(g, gR, gp, cverts, hg, m, D, i_d, out)

@@ -175,9 +175,9 @@ def hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     vertex, of height hmax along the unit l): the vertex of the set within PATCH_PLANE_EPS · tol
     of hmax farthest from v0 across l, if farther than tol (m), else −1. A cap that rests on a
     plane on two near-tied vertices (apart along a rounded link lying on the floor) then keeps
-    both, whichever the climb reached (`narrow._hull_plane`; hull pairs keep the one vertex): G1's hip link lying has two lowest vertices
-    1.4 cm apart, and its one contact point, with 80 N on it, jumped between them every few
-    steps."""
+    both, whichever the climb reached (`narrow._hull_plane`; hull pairs keep the one vertex):
+    G1's hip link lying has two lowest vertices 1.4 cm apart, and its one contact point, with
+    80 N on it, moved between them every 8 steps."""
     thr = hmax - PATCH_PLANE_EPS * tol
     x0, x1, x2 = cverts[v0, 0], cverts[v0, 1], cverts[v0, 2]
     best, w = tol * tol, -1

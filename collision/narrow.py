@@ -202,7 +202,8 @@ def _hull_plane(s, pa, gR, gp, cverts, hg, margin, tol, pu, V, i_u, i_ws, i_wp, 
     support set (`hulls.hull_flood`), whose extreme vertex (first of `hull_points_unordered`) is
     the witness; a set that is a curved surface's cap, not a face (`hulls.hull_patch_collapses`,
     decided on the band of width tol, not the one widened by the penetration), is that vertex
-    alone, or with a near-tied vertex far from it the two (`hulls.hull_tied_partner`). The same result as `support_height` then `support_feature`, with one climb."""
+    alone, or with a near-tied vertex far from it the two (`hulls.hull_tied_partner`). Otherwise
+    the same result as `support_height` then `support_feature`, with one climb."""
     u0, u1, u2 = V[i_u, 0], V[i_u, 1], V[i_u, 2]
     l0 = gR[s, 0, 0] * u0 + gR[s, 1, 0] * u1 + gR[s, 2, 0] * u2      # u in the hull's frame
     l1 = gR[s, 0, 1] * u0 + gR[s, 1, 1] * u1 + gR[s, 2, 1] * u2

@@ -86,7 +86,8 @@ def support_feature(kind, g, gsize, gR, gp, cverts, coff, hg, D, i_d, tol, out, 
     convex hull's selected vertices unordered, the extreme one first, none dropped as
     interior. collapse=True (the patches of contacts): a convex hull's set that is the cap of
     a tessellated curved surface, not a face (`hulls.hull_patch_collapses`), is its extreme
-    vertex alone (against a plane, `narrow._hull_plane` keeps a near-tied far vertex too). Returns the count; -1 for a plane."""
+    vertex alone (against a plane, `narrow._hull_plane` keeps a near-tied far vertex too).
+    Returns the count; -1 for a plane."""
     if kind == PLANE:
         return INF_FEATURE
     if kind == SPHERE:

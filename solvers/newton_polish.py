@@ -37,15 +37,14 @@ from models.jitcache import drop_stale_cache
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
-from . import lcaba_kernels as _lk
 from . import opstate as _opstate
 from .cones import BOX, CONE, FREE, ORTHANT, desaxce_kernel, project_kernel, velocity_residual_kernel
 from .delassus_kernels import contact_columns_kernel
 from .opstate import op_matvec
 
-# the Newton compiles in the operators' products (`opstate.op_matvec`, the kernels of `delassus_kernels`,
-# `lcaba_kernels` and `models.dynamics` they call) and the cone kernels
-drop_stale_cache(__file__, [_cones.__file__, _dk.__file__, _lk.__file__, _opstate.__file__, models.dynamics.__file__])
+# the Newton compiles in the operators' products (`opstate.op_matvec`, the kernels of `delassus_kernels`
+# and `models.dynamics` they call) and the cone kernels
+drop_stale_cache(__file__, [_cones.__file__, _dk.__file__, _opstate.__file__, models.dynamics.__file__])
 
 
 @njit(cache=True)

@@ -999,8 +999,6 @@ class ADMMSolver:
             L = float(state_max_eigenvalue(state, st.eig_iters))
         L = max(L, 1e-12)
         mm = st.mu_prox + (0.0 if Rc is None else float(Rc.min()))
-        # λ_max of the scaled G: kept while the caller's λ_max(G) (cached per constraint graph) is
-        L_scaled = self._scaled_eig[1] if self._scaled_eig[0] == (L, m) else 0.0
 
         use_x0 = bool(st.warm_start and x0 is not None)
         x0 = np.ascontiguousarray(x0, dtype=float) if use_x0 else _EMPTY
@@ -1008,7 +1006,7 @@ class ADMMSolver:
             raise ValueError(f"x0 must have shape ({m},), got {x0.shape}")
         if jv is not None and not callable(jv):
             jv = _checked_jv(jv, m)
-        prm = self._write_params(st, bool(record), L, mm, L_scaled)
+        prm = self.params_for(L, m, mm, bool(record))
         lam, sigma, fixed = np.empty(m), np.empty(m), np.empty(m, np.int64)
         hist = np.empty((st.max_iter, 4)) if record else _NO_HIST
         model = getattr(op, "model", None)
@@ -1032,18 +1030,33 @@ class ADMMSolver:
             warm_next = np.empty(m)
             if not warm_next_kernel(state, kind, start, size, param, rc, has_rc, fixed, jv, lam, warm_next):
                 raise ValueError(f"jv must be finite with shape ({m},)")
-        if hasattr(op, "mark_factored") and (k.polish_solves > 0 if st.polish else it > 0):
-            op.mark_factored()   # the operator's storage holds the last polish's (or the iterations') factors
-        if L_used > 0:           # iterations ran: keep ρ's exponent (and the scaled λ_max)
-            if st.scaling > 0:
-                self._scaled_eig = ((L, m), L_used)
-            if st.keep_rho_power:
-                self.rho_power = math.log(rho / math.sqrt(L_used * mm)) / math.log(max(L_used / mm, 1.0 + 1e-12))
+        self.keep_after(op, it, k.polish_solves, rho, L_used, L, m, mm)
         history = [tuple(h) for h in hist[:it]] if record else []
         # positional (a third of the keyword call's cost), in the fields' order
         return ADMMResult(lam, sigma, int(it), k.converged, k.primal_residual, k.dual_residual, k.complementarity,
                           rho, k.rho_updates, L, k.warm_started, time.perf_counter() - t0, k.velocity_residual,
                           k.polish_solves, history, warm_next, dv if k.velocity_change else None, k.newton_steps)
+
+    def params_for(self, L, m, rho_min, record=False):
+        """The kernel's `SolveParams` (`_write_params`) for a solve of m rows with λ_max(G) = L
+        (> 0) and smallest damping rho_min, with the scaled λ_max kept from the last solve while
+        the caller's L and m are the same (the caller caches L per constraint graph)."""
+        L_scaled = self._scaled_eig[1] if self._scaled_eig[0] == (L, m) else 0.0
+        return self._write_params(self.settings, record, L, rho_min, L_scaled)
+
+    def keep_after(self, op, iterations, polish_solves, rho, L_used, L, m, rho_min):
+        """After `admm_kernel` solved on op (the `params_for(L, m, rho_min)` solve): marks op
+        factored when its storage holds the last polish's (or the iterations') factors, and keeps
+        ρ's exponent and the scaled λ_max when iterations ran (L_used > 0)."""
+        st = self.settings
+        if hasattr(op, "mark_factored") and (polish_solves > 0 if st.polish else iterations > 0):
+            op.mark_factored()
+        if L_used > 0:
+            if st.scaling > 0:
+                self._scaled_eig = ((L, m), L_used)
+            if st.keep_rho_power:
+                self.rho_power = math.log(rho / math.sqrt(L_used * rho_min)) / \
+                    math.log(max(L_used / rho_min, 1.0 + 1e-12))
 
     def _write_params(self, st, record, L, rho_min, L_scaled):
         """The kernel's `SolveParams` record (1,): the settings' fields rewritten only when the

@@ -263,7 +263,7 @@ class ProblemAssembler:
         self._lim_rec = [JointLimit(dof_joint[r[0]], r[1]) for r in lim]   # the records of the candidate rows
         self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
-        self.tail = None         # (active limits signature, ConstraintSet, ConeSet) of the rows after the contacts
+        self.tail = None         # (active limits signature, ConstraintSet, ConeSet, active rows) of the rows after the contacts
         self._tail_cone_sets = {}    # `_tail_cones` by (number of active limits, dt)
         self.sets = []           # (tail, contact keys, ConstraintSet, ConeSet) of the last KEEP_SETS contact sets
         self.ops = []            # the last KEEP_SETS matrix-free operators, newest first
@@ -382,7 +382,7 @@ class ProblemAssembler:
         if self.tail is None or self.tail[0] != sig:
             tail = ConstraintSet.with_joint_limits(self._tail_head, self._lim_dof[active], self._lim_sgn[active],
                                                    self._tail_fric, [self._lim_rec[i] for i in active])
-            self.tail = (sig, tail, self._tail_cones(active.shape[0], dt))
+            self.tail = (sig, tail, self._tail_cones(active.shape[0], dt), active)
         tail, tail_cones = self.tail[1], self.tail[2]
         extra_err = None
         if self._closure_rows:     # position errors of the loop closures (rows of the other kinds stay 0)

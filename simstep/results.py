@@ -44,6 +44,7 @@ class StepStats:
     projection_iterations: int = 0      # Gauss–Newton steps of the loop-closure projection
     projection_residual: float = 0.0    # max loop-closure row error after it (m, rad for weld rotations)
     time_projection: float = 0.0        # included in time_integration
+    steady: bool = False                # stages 3–6 ran in one compiled call (`simstep.steady`), timed in time_solver
 
     def as_dict(self):
         return dict(self.__dict__)

@@ -41,6 +41,7 @@ from .integrator import (FREE_BODY, articulated_step_kernel, body_kinds, free_st
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
+from .steady import SteadyStep
 from .results import StepContacts, StepStats, Trajectory, attach_contacts, max_penetration
 from .world import World, matrix_to_quat
 
@@ -111,6 +112,10 @@ class Simulator:
     bilateral "auto" (default) | "solver": steps whose rows are all loop closures (no contacts,
     limits or joint friction) are solved by constrained articulated-body dynamics
     (`simstep.bilateral_step`, contact_model "ncp" only) or by the contact solver.
+    steady_steps (bool, default True): a step whose contacts come from the last step's geometry
+    pairs, with the same active joint limits, runs its stages 3–6 in one compiled call
+    (`simstep.steady`: bitwise the same results; its stats then time them together in
+    ``time_solver``, with ``steady`` True); False runs every step stage by stage.
     """
 
     def __init__(self, world: World, dt=None, operator="matrix_free", solver="admm", collision_backend="coal",
@@ -118,7 +123,7 @@ class Simulator:
                  actuation=None, constraints=None, pgs_max_iter=1000, collision_options=None,
                  project_closures=None, projection_tol=1e-10, projection_max_iter=10, contact_slop=1e-5,
                  max_depenetration_velocity=0.5, contact_model="ncp", friction_directions=None, bilateral="auto",
-                 **solver_settings):
+                 steady_steps=True, **solver_settings):
         # every setting is checked before anything is built (the world is never changed)
         if not isinstance(world, World):
             raise TypeError(f"Simulator needs a World from WorldBuilder.build(), got {type(world).__name__}")
@@ -137,6 +142,7 @@ class Simulator:
         erp = check_number("erp", erp, low=0.0, high=1.0)
         restitution_threshold = check_number("restitution_threshold", restitution_threshold, low=0.0)
         joint_limits = check_bool("joint_limits", joint_limits)
+        steady_steps = check_bool("steady_steps", steady_steps)
         joint_limit_margin = check_number("joint_limit_margin", joint_limit_margin, low=0.0)
         pgs_max_iter = check_int("pgs_max_iter", pgs_max_iter, 1)
         if project_closures is not None:
@@ -195,6 +201,8 @@ class Simulator:
         self.contact_model = contact_model
         # steps whose rows are all loop closures: constrained articulated-body dynamics (simstep.bilateral_step)
         self.bilateral = BilateralStep(self) if bilateral == "auto" and contact_model == "ncp" else None
+        # stages 3-6 of a step on the last step's contact set in one compiled call (simstep.steady)
+        self._steady = SteadyStep() if steady_steps and SteadyStep.applies(self) else None
         self._prev = None          # (q, v) at the last step's start, for `imu`
         self._pd, self._targets = None, {}   # PD targets of set_targets (simstep.control.JointPD)
         self.applied_torque = np.zeros(self.model.nv)   # τ of the last step (actuation − joint damping), N·m or N
@@ -463,11 +471,13 @@ class Simulator:
         st = StepStats()
         t_start = time.perf_counter()
         c = self._detect(st)                                        # 1-2 (kinematics: self.data)
-        tau_v, v_free = self._free_velocity(tau, st, phase)         # 3
-        problem = self._assemble(c, v_free, st, phase)              # 4
-        lam, warm_lam, dv = self._solve(problem, v_free, st, phase)  # 5
-        q_next, v_next, d_next = self._integrate(v_free, problem, lam, dv, st, phase)   # 6
-        self._commit(q_next, v_next, d_next, c, lam, warm_lam, tau_v, st)          # 7: nothing fails below
+        tau_v = self._actuation(tau, st, phase)                     # 3: the step's torques
+        if self._steady is None or not self._steady.step(self, c, tau_v, st, phase):    # 3-7 in one call, or:
+            v_free = self._free_velocity(tau_v, st, phase)          # 3
+            problem = self._assemble(c, v_free, st, phase)          # 4
+            lam, warm_lam, dv = self._solve(problem, v_free, st, phase)  # 5
+            q_next, v_next, d_next = self._integrate(v_free, problem, lam, dv, st, phase)   # 6
+            self._commit(q_next, v_next, d_next, c, lam, warm_lam, tau_v, st)      # 7: nothing fails below
         st.time_total = time.perf_counter() - t_start
         self.stats = st
         return st
@@ -481,23 +491,29 @@ class Simulator:
         st.time_collision = time.perf_counter() - t0
         return c
 
-    def _free_velocity(self, tau, st, phase):
-        """The step's joint torques and free velocity v_f = v + dt · ABA(q, v, τ, f_ext), with
-        free and spherical joints in world-aligned coordinates and their implicit gyroscopic
-        term (`simstep.integrator.free_step_kernel`; `articulated_step_kernel` when no body
-        needs that term)."""
+    def _actuation(self, tau, st, phase):
+        """The step's joint torques (nv,): tau or the actuation, PD targets, joint damping."""
         t0 = time.perf_counter()
-        m, d, dt, v = self.model, self.data, self.dt, self.v
         phase[0] = "the actuation"
         tau_v = self._tau(tau)
+        st.time_dynamics = time.perf_counter() - t0
+        return tau_v
+
+    def _free_velocity(self, tau_v, st, phase):
+        """The step's free velocity v_f = v + dt · ABA(q, v, τ, f_ext), with free and spherical
+        joints in world-aligned coordinates and their implicit gyroscopic term
+        (`simstep.integrator.free_step_kernel`; `articulated_step_kernel` when no body needs
+        that term)."""
+        t0 = time.perf_counter()
+        m, d, dt, v = self.model, self.data, self.dt, self.v
         phase[0] = "the free dynamics (ABA)"
         # ABA on the articulated inertias cached in self.data at q (no kinematics, no refactor)
         v_free = np.empty(m.nv)
         self._free_step(m.jint, m.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d._pA, self._body_kind,
                         self._body_inertia, self._body_inertia_inv, self._mass, self._com, d.oR, d.op, tau_v,
                         self._fext, v, dt, self._all_free, v_free)
-        st.time_dynamics = time.perf_counter() - t0
-        return tau_v, v_free
+        st.time_dynamics += time.perf_counter() - t0
+        return v_free
 
     def _assemble(self, c, v_free, st, phase):
         """The step's `ContactProblem` (`simstep.problem`), or None without constraint rows."""

@@ -352,11 +352,13 @@ def _synthetic_problem(sim):
     `synthetic_collision`), or None if the ADMM would not solve one (no geometry, no rows, loop
     closures only, another solver)."""
     import numpy as np
+    from .problem import ProblemAssembler
     if len(sim.detector.shapes) == 0 or sim.solver_name != "admm" or sim.lcp is not None:
         return None
     with synthetic_collision():
         c = sim.detector.detect(sim.q, placements=(sim.data.oR, sim.data.op))
-    problem = sim.assembler.build(c, sim.q, sim.v, np.zeros(sim.model.nv), sim.data)
+    # on an assembler of its own: sim's first step stays a first step (staged, as in a real run)
+    problem = ProblemAssembler(sim).build(c, sim.q, sim.v, np.zeros(sim.model.nv), sim.data)
     return problem if problem is not None and problem.op is not None else None
 
 
@@ -403,7 +405,7 @@ def compile_besides(world, dt):
     kernels at the same time and each loads the other's from the cache (measured on the
     humanoid: see the README's cold start)."""
     from .simulator import Simulator
-    sim = Simulator(world, dt=dt)
+    sim = Simulator(world, dt=dt, steady_steps=False)    # the steady step calls the solver's kernel itself
     problem = _synthetic_problem(sim)
     if problem is not None:
         compile_solver_tail(problem)

@@ -244,7 +244,7 @@ def test_the_kernel_computes_the_next_warm_start_as_the_function_would():
     accepted polish, to the bit the one `warm_next_kernel` computes from jv as a plain function
     (3-box stack at dt = 0.01: the polish is accepted on its third step); non-finite velocities
     are then refused."""
-    sim = simstep.Simulator(scenes.box_stack(n=3), dt=0.01)
+    sim = simstep.Simulator(scenes.box_stack(n=3), dt=0.01, steady_steps=False)   # every step through admm.solve
     seen, solve = [], sim.admm.solve
 
     def fresh():

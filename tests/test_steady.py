@@ -1,0 +1,126 @@
+"""The steady step (`simstep.steady`): stages 3–6 in one compiled call when the contacts come
+from the last step's geometry pairs. Its oracle is the staged path (`steady_steps=False`), which
+runs the same kernels one by one: every step must be the same bit for bit, on robots (one-dof
+joints on a free base, joint limits toggling), free bodies (their gyroscopic Newton solves) and
+a falling robot whose contact set keeps changing (the kernel's fallbacks to the staged path)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import models
+import scenes
+import simstep
+from simstep.steady import SteadyStep
+from test_step_robustness import check_failed_step_is_a_no_op
+
+
+def g1_dropped(quat=(0.3, -0.4, 0.2, 0.843)):
+    """G1 released 0.9 m up, tilted: it falls, rolls and comes to rest on the floor."""
+    path, dirs = models.robot_path("g1")
+    b = simstep.WorldBuilder()
+    b.add_ground(friction=0.5)
+    q = np.asarray(quat) / np.linalg.norm(quat)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b.add_urdf("g1", path, position=(0, 0, 0.9), quaternion=tuple(q), package_dirs=dirs, friction=0.5)
+    return b.build()
+
+
+def spinning_boxes():
+    """Free bodies that spin and slide on the ground and on each other."""
+    b = simstep.WorldBuilder()
+    b.add_ground(friction=0.6)
+    b.add_box("a", half_extents=(0.2, 0.1, 0.05), mass=2.0, position=(0, 0, 0.05), velocity=(1.0, 0.5, 0, 0, 0, 8.0))
+    b.add_box("b", half_extents=(0.05, 0.05, 0.05), mass=0.5, position=(0.02, 0.01, 0.151),
+              velocity=(0, 0, 0, 0.3, 0, 2.0))
+    b.add_sphere("ball", radius=0.05, mass=0.3, position=(0.6, 0, 0.05), velocity=(-1, 0, 0, 0, 4.0, 0))
+    return b.build()
+
+
+def record(sim, steps, force=None):
+    """Per step: q, v, the contacts' impulses and the solver's numbers; and how many steps were
+    steady. force: (body, wrench) applied before every step."""
+    rows, steady = [], 0
+    for _ in range(steps):
+        if force is not None:
+            sim.apply_force(force[0], force[1], point=force[2])
+        st = sim.step()
+        steady += st.steady
+        c = sim.contacts
+        rows.append((sim.q.copy(), sim.v.copy(), c.impulse.copy(), c.key.copy(), sim.assembler.warm.lam.copy(),
+                     (st.iterations, st.newton_steps, st.converged, st.rho, st.primal_residual, st.dual_residual,
+                      st.velocity_residual, st.complementarity, st.warm_started, st.ncontacts, st.nrows),
+                     sim.admm.rho_power))
+    return rows, steady
+
+
+def assert_same_steps(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        for u, w in zip(x, y):
+            same = np.array_equal(u, w) if isinstance(u, np.ndarray) else u == w
+            assert same, f"step {i + 1} differs"
+
+
+@pytest.mark.parametrize("make, steps, force", [
+    (lambda: scenes.quadruped("go2"), 800, None),
+    (spinning_boxes, 800, ("a", (0.0, 3.0, 0.0), (0.2, 0.0, 0.05))),
+    (g1_dropped, 900, None),
+], ids=["go2_standing", "spinning_boxes_pushed", "g1_falling"])
+def test_steady_steps_equal_the_staged_steps(make, steps, force):
+    world = make()
+    staged, n0 = record(simstep.Simulator(world, steady_steps=False), steps, force)
+    fused, n1 = record(simstep.Simulator(world), steps, force)
+    assert n0 == 0 and 0.3 * steps < n1 < steps      # both paths ran
+    assert_same_steps(staged, fused)
+
+
+def test_settings_changed_between_steps_reach_the_steady_step():
+    """erp, contact_slop and the ADMM's tolerance changed mid-run: the same steps as the staged path."""
+    world = scenes.quadruped("go2")
+    sims = [simstep.Simulator(world, steady_steps=False), simstep.Simulator(world)]
+    out = []
+    for sim in sims:
+        rows, n = record(sim, 300)
+        sim.erp, sim.contact_slop, sim.max_depenetration_velocity = 0.5, 1e-4, 0.1
+        sim.admm.settings.eps_abs = 1e-8
+        more, m = record(sim, 300)
+        out.append((rows + more, n + m))
+    assert out[0][1] == 0 and out[1][1] > 500
+    assert_same_steps(out[0][0], out[1][0])
+
+
+def test_a_step_that_fails_inside_the_steady_kernel_changes_nothing():
+    """A torque that overflows: the steady kernel runs, its state is not finite, the staged path
+    recomputes the step and raises; the state is as before and the next step the twin's."""
+    world = spinning_boxes()
+    sim, twin = simstep.Simulator(world), simstep.Simulator(world)
+    for s in (sim, twin):
+        s.run(50)
+    assert sim.stats.steady
+    check_failed_step_is_a_no_op(sim, twin, lambda s: s.step(tau=np.full(s.model.nv, 1e308)),
+                                 (ValueError, type(None)))
+    assert sim.stats.steady and twin.stats.steady
+
+
+@pytest.mark.parametrize("options", [dict(operator="dense"), dict(solver="pgs"), dict(contact_model="lcp"),
+                                     dict(steady_steps=False)])
+def test_configurations_outside_the_steady_path_run_staged(options):
+    sim = simstep.Simulator(spinning_boxes(), **options)
+    assert sim._steady is None
+    sim.run(20)
+    assert not sim.stats.steady
+
+
+def test_restitution_and_compliance_run_staged():
+    for material in (dict(restitution=0.5), dict(compliance=1e-4)):
+        b = simstep.WorldBuilder()
+        b.add_ground()
+        b.add_box("b", (0.1, 0.1, 0.1), mass=1.0, position=(0, 0, 0.1), **material)
+        assert not SteadyStep.applies(simstep.Simulator(b.build()))
+
+
+def test_steady_steps_is_checked():
+    with pytest.raises(TypeError, match="steady_steps"):
+        simstep.Simulator(spinning_boxes(), steady_steps="yes")
+

@@ -14,11 +14,10 @@ the per-pair loop and every kernel it calls run without the runtime (`collision.
 never slice, and the scratch is allocated once per detector (`state.DetectState`, the one
 argument besides the body placements).
 """
-import types
 
 from numba import njit
 
-from models.jitcache import drop_stale_cache
+from models.jitcache import drop_stale_cache, kernel_variant
 
 from . import broadphase, gjk, hulls, midphase, narrow, patch, state, support, workspace
 from .broadphase import aabb_kernel, broadphase_kernel, placements_kernel
@@ -95,18 +94,7 @@ def detect_kernel(st, oR, op):
     return npairs, nlib, k
 
 
-def _variant(kernel, name, options, **names):
-    """A kernel compiled from `kernel`'s Python code with the global `names` rebound (e.g. a
-    callee replaced by a narrower one), under its own name (so its own cache file)."""
-    f = kernel.py_func
-    g = dict(f.__globals__, **names)
-    v = types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
-    v.__qualname__, v.__module__ = name, f.__module__
-    v.__doc__ = f"`{f.__name__}` with " + ", ".join(f"`{k}` = `{w.__name__}`" for k, w in names.items())
-    return njit(**options)(v)
-
-
 # detectors without boxes (robots on the ground): the narrow phase without the box-box and
 # sphere-box kernels (a fifth less compile)
-narrow_phase_nobox = _variant(narrow_phase, "narrow_phase_nobox", _NONRT, narrow_pair=narrow_pair_nobox)
-detect_nobox_kernel = _variant(detect_kernel, "detect_nobox_kernel", _JIT, narrow_phase=narrow_phase_nobox)
+narrow_phase_nobox = kernel_variant(narrow_phase, "narrow_phase_nobox", _NONRT, narrow_pair=narrow_pair_nobox)
+detect_nobox_kernel = kernel_variant(detect_kernel, "detect_nobox_kernel", _JIT, narrow_phase=narrow_phase_nobox)

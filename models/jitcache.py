@@ -33,6 +33,20 @@ def drop_stale_cache(module_file, deps):
         pass
 
 
+def kernel_variant(kernel, name, options, **names):
+    """A kernel compiled (``njit(**options)``) from `kernel`'s Python code with the global
+    `names` rebound (e.g. a callee replaced by a narrower one), under its own name (so its own
+    cache file)."""
+    import types
+    from numba import njit
+    f = kernel.py_func
+    g = dict(f.__globals__, **names)
+    v = types.FunctionType(f.__code__, g, name, f.__defaults__, f.__closure__)
+    v.__qualname__, v.__module__ = name, f.__module__
+    v.__doc__ = f"`{f.__name__}` with " + ", ".join(f"`{k}` = `{w.__name__}`" for k, w in names.items())
+    return njit(**options)(v)
+
+
 _PACKAGES = ("models", "collision", "solvers", "simstep", "scenes", "viewer", "bench", "examples", "tests")
 
 

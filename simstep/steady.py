@@ -35,7 +35,7 @@ from numba.experimental import structref
 import models.data
 import solvers.admm
 import solvers.constraints
-from models.jitcache import drop_stale_cache
+from models.jitcache import drop_stale_cache, kernel_variant
 from solvers.admm import admm_kernel
 from solvers.constraints import contact_points_kernel
 
@@ -50,7 +50,7 @@ drop_stale_cache(__file__, [integrator.__file__, problem.__file__, solvers.admm.
 OK, TAIL_CHANGED, STAGED = 0, 1, 2      # `steady_step_kernel`'s status
 
 _CONST_FIELDS = ("jint", "jfloat", "armature", "gravity", "kind", "inertia", "inertia_inv", "mass", "com", "all_free",
-                 "articulated", "lim_q", "lim_dof", "lim_val", "lim_sgn", "gap", "active", "limits", "h", "margin",
+                 "lim_q", "lim_dof", "lim_val", "lim_sgn", "gap", "active", "limits", "h", "margin",
                  "slop", "erp", "vmax", "threshold", "gate", "extra_rows")
 
 
@@ -63,7 +63,7 @@ class StepConstantsType(types.StructRef):
 class StepConstants(structref.StructRefProxy):
     """What the steady step reads but never changes, by name: the model's joint arrays
     (jint, jfloat, armature, gravity), the free step's body data (kind, inertia, inertia_inv,
-    mass, com, all_free, articulated: 1 for `articulated_step_kernel`), the joint limits'
+    mass, com, all_free), the joint limits'
     candidate rows (lim_q, lim_dof, lim_val, lim_sgn; gap, active their scratch; limits: 1 if
     they are checked), the step h (s) and the stabilisation settings (margin m, slop m, erp,
     vmax m/s, threshold m/s, the warm start's gate m), and the rows of the world's extra
@@ -77,12 +77,10 @@ structref.define_proxy(StepConstants, StepConstantsType, list(_CONST_FIELDS))
 
 
 @njit(cache=True)
-def _new_constants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, articulated,
-                   lim_q, lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold, gate,
+def _new_constants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, lim_q, lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold, gate,
                    extra_rows):
     """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
-    return StepConstants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, articulated,
-                         lim_q, lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold,
+    return StepConstants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, lim_q, lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold,
                          gate, extra_rows)
 
 
@@ -127,18 +125,13 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, fext, keys, position, f
     warm_frame, warm_lam the last step's contacts and impulses; carry: the
     tail's rows are the last step's (their impulses carried over); kind … param the set's
     cones; prm the ADMM's (1,) `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last
-    factorisation succeeded. Returns a `SteadyOut`; status OK only if every stage ran."""
+    factorisation succeeded. Returns a `SteadyOut`; status OK only if every stage ran.
+    `steady_articulated_kernel` is the same with `articulated_step_kernel` as its free step."""
     nv, k = v.shape[0], keys.shape[0]
     # 3: the free velocity
     vf = np.empty(nv)
-    if cst.articulated:
-        articulated_step_kernel(cst.jint, cst.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d.pA, cst.kind,
-                                cst.inertia, cst.inertia_inv, cst.mass, cst.com, d.oR, d.op, tau, fext, v, cst.h,
-                                cst.all_free, vf)
-    else:
-        free_step_kernel(cst.jint, cst.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d.pA, cst.kind,
-                         cst.inertia, cst.inertia_inv, cst.mass, cst.com, d.oR, d.op, tau, fext, v, cst.h,
-                         cst.all_free, vf)
+    free_step_kernel(cst.jint, cst.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d.pA, cst.kind, cst.inertia,
+                     cst.inertia_inv, cst.mass, cst.com, d.oR, d.op, tau, fext, v, cst.h, cst.all_free, vf)
     # 4: the tail's active limits must be the set's; the set's contact points; g and x0
     n = 0
     if cst.limits:
@@ -179,6 +172,12 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, fext, keys, position, f
                      warm if r.polished and hit else lam, q_next, v_next)
 
 
+
+# robots on a free base (`integrator.body_kinds`: no childless free body): the free step without
+# the free bodies' Newton solves, which the staged path then never compiles either
+steady_articulated_kernel = kernel_variant(steady_step_kernel, "steady_articulated_kernel", dict(cache=True),
+                                           free_step_kernel=articulated_step_kernel)
+
 class SteadyStep:
     """A simulator's steady path (module docstring): `step` runs stages 3–7 of a qualifying
     step and returns True, or returns False having changed nothing the staged path reads.
@@ -209,7 +208,7 @@ class SteadyStep:
             m, a = sim.model, sim.assembler
             self._cst = StepConstants(
                 m.jint, m.jfloat, m.armature, m.gravity, sim._body_kind, sim._body_inertia, sim._body_inertia_inv,
-                sim._mass, sim._com, sim._all_free, sim._free_step is articulated_step_kernel, a._lim_q, a._lim_dof,
+                sim._mass, sim._com, sim._all_free, a._lim_q, a._lim_dof,
                 a._lim_val, a._lim_sgn, a._lim_gap, a._lim_active, bool(sim.joint_limits and a._lim_dof.size),
                 float(sim.dt), float(sim.joint_limit_margin), float(sim.contact_slop), float(sim.erp),
                 float(sim.max_depenetration_velocity), float(sim.restitution_threshold), WARM_START_GATE,
@@ -241,7 +240,8 @@ class SteadyStep:
         rho_min = admm.settings.mu_prox
         prm = admm.params_for(L, m, rho_min)
         d_next = sim._data_next
-        r = steady_step_kernel(self._constants(sim), sim.data.state, d_next.state, state, sim.q, sim.v, tau_v, sim._fext,
+        kernel = steady_articulated_kernel if sim._free_step is articulated_step_kernel else steady_step_kernel
+        r = kernel(self._constants(sim), sim.data.state, d_next.state, state, sim.q, sim.v, tau_v, sim._fext,
                                c.key, c.position, c.frame, c.distance, cs.cb_f, tail[3], w.keys,
                                w.position, w.frame, w.lam, carry, *cones.arrays(), prm, sim._v_sum, d_next._factored)
         if r.status != OK:

@@ -201,15 +201,16 @@ class SteadyStep:
                 and not sim._any_restitution)
 
     def _constants(self, sim):
-        """sim's `StepConstants`, rebuilt when a setting they hold was changed on the simulator."""
+        """sim's `StepConstants`, rebuilt when a setting they hold was changed on the simulator
+        (or the model's gravity array replaced; the arrays are held by reference)."""
         key = (sim.dt, sim.joint_limits, sim.joint_limit_margin, sim.contact_slop, sim.erp,
-               sim.max_depenetration_velocity, sim.restitution_threshold)
+               sim.max_depenetration_velocity, sim.restitution_threshold, id(sim.model.gravity))
         if key != self._key:
             m, a = sim.model, sim.assembler
             self._cst = StepConstants(
                 m.jint, m.jfloat, m.armature, m.gravity, sim._body_kind, sim._body_inertia, sim._body_inertia_inv,
-                sim._mass, sim._com, sim._all_free, a._lim_q, a._lim_dof,
-                a._lim_val, a._lim_sgn, a._lim_gap, a._lim_active, bool(sim.joint_limits and a._lim_dof.size),
+                sim._mass, sim._com, sim._all_free, a._lim_q, a._lim_dof, a._lim_val, a._lim_sgn, a._lim_gap,
+                a._lim_active, bool(sim.joint_limits and a._lim_dof.size),
                 float(sim.dt), float(sim.joint_limit_margin), float(sim.contact_slop), float(sim.erp),
                 float(sim.max_depenetration_velocity), float(sim.restitution_threshold), WARM_START_GATE,
                 a._extra_rows)
@@ -241,9 +242,9 @@ class SteadyStep:
         prm = admm.params_for(L, m, rho_min)
         d_next = sim._data_next
         kernel = steady_articulated_kernel if sim._free_step is articulated_step_kernel else steady_step_kernel
-        r = kernel(self._constants(sim), sim.data.state, d_next.state, state, sim.q, sim.v, tau_v, sim._fext,
-                               c.key, c.position, c.frame, c.distance, cs.cb_f, tail[3], w.keys,
-                               w.position, w.frame, w.lam, carry, *cones.arrays(), prm, sim._v_sum, d_next._factored)
+        r = kernel(self._constants(sim), sim.data.state, d_next.state, state, sim.q, sim.v, tau_v, sim._fext, c.key,
+                   c.position, c.frame, c.distance, cs.cb_f, tail[3], w.keys, w.position, w.frame, w.lam, carry,
+                   *cones.arrays(), prm, sim._v_sum, d_next._factored)
         if r.status != OK:
             return False
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ

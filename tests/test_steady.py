@@ -76,17 +76,19 @@ def test_steady_steps_equal_the_staged_steps(make, steps, force):
 
 
 def test_settings_changed_between_steps_reach_the_steady_step():
-    """erp, contact_slop and the ADMM's tolerance changed mid-run: the same steps as the staged path."""
-    world = scenes.quadruped("go2")
-    sims = [simstep.Simulator(world, steady_steps=False), simstep.Simulator(world)]
+    """erp, contact_slop, the ADMM's tolerance and the gravity changed mid-run: the same steps as
+    the staged path."""
+    sims = [simstep.Simulator(scenes.quadruped("go2"), steady_steps=False), simstep.Simulator(scenes.quadruped("go2"))]
     out = []
     for sim in sims:
         rows, n = record(sim, 300)
         sim.erp, sim.contact_slop, sim.max_depenetration_velocity = 0.5, 1e-4, 0.1
         sim.admm.settings.eps_abs = 1e-8
         more, m = record(sim, 300)
-        out.append((rows + more, n + m))
-    assert out[0][1] == 0 and out[1][1] > 500
+        sim.model.gravity = np.array([0.5, 0.0, -9.0])       # a new array, no other setting changed
+        last, l = record(sim, 300)
+        out.append((rows + more + last, n + m + l))
+    assert out[0][1] == 0 and out[1][1] > 800
     assert_same_steps(out[0][0], out[1][0])
 
 

@@ -15,6 +15,10 @@ One step, at state (q, v), as `Simulator._step` calls its stages:
      project_closures); the next step's Data at q⁺;
   7. `_commit`: the new state, contacts and warm start (nothing there can fail).
 
+A step whose contacts come from the last step's geometry pairs, with the same active joint
+limits (a settled scene's usual step), runs 3–6 in one compiled call instead (`simstep.steady`:
+the same kernels in the same order, bitwise the same results; `steady_steps=False` turns it off).
+
 Velocity-level contact with speculative distance: a contact at signed distance φ > 0 lets the
 bodies approach by at most φ in this step (σ_n = v_n⁺ + φ/dt ≥ 0), a penetration φ < 0 is
 pushed out at the rate β φ/dt (Baumgarte, β = `erp`). Restitution (Newton): an approaching
@@ -41,8 +45,8 @@ from .integrator import (FREE_BODY, articulated_step_kernel, body_kinds, free_st
 from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
-from .steady import SteadyStep
 from .results import StepContacts, StepStats, Trajectory, attach_contacts, max_penetration
+from .steady import SteadyStep
 from .world import World, matrix_to_quat
 
 

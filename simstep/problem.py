@@ -263,7 +263,8 @@ class ProblemAssembler:
         self._lim_rec = [JointLimit(dof_joint[r[0]], r[1]) for r in lim]   # the records of the candidate rows
         self._lim_gap, self._lim_active = np.empty(len(lim)), np.empty(len(lim), np.int64)   # active_limits_kernel's
         self.warm = _NO_WARM
-        self.tail = None         # (active limits signature, ConstraintSet, ConeSet, active rows) of the rows after the contacts
+        # (active limits signature, ConstraintSet, ConeSet, active rows) of the rows after the contacts
+        self.tail = None
         self._tail_cone_sets = {}    # `_tail_cones` by (number of active limits, dt)
         self.sets = []           # (tail, contact keys, ConstraintSet, ConeSet) of the last KEEP_SETS contact sets
         self.ops = []            # the last KEEP_SETS matrix-free operators, newest first
@@ -491,23 +492,35 @@ class ProblemAssembler:
         they are the same constraints; None if neither a contact (hit) nor the tail matched."""
         w = self.warm
         ntail = x0.shape[0] - 3 * k
-        if ntail and w.tail is self.tail and w.lam.size >= ntail:
+        if self.carries_tail(ntail):
             x0[3 * k:] = w.lam[w.lam.size - ntail:]
             hit = True
         return x0 if hit else None
+
+    def carries_tail(self, ntail):
+        """Whether the last step's impulses of the ntail rows after the contacts are this step's
+        warm start for them: the same tail (limits, joint friction, extra constraints)."""
+        w = self.warm
+        return ntail > 0 and w.tail is self.tail and w.lam.size >= ntail
+
+    def cached_eigenvalue(self, cs, m):
+        """The kept λ_max(G) when it still serves a set cs of m rows (`max_eigenvalue`), else None."""
+        e = self._eig
+        if e is not None and e[0] == cs.graph_key() and abs(m - e[1]) <= 0.25 * e[1]:
+            return e[2]
+        return None
 
     def max_eigenvalue(self, op, cs):
         """λ_max(G) for the ρ rule: re-estimated when the constraint graph (the coupled body
         pairs) changes or the number of rows moves by more than a quarter, else reused: G moves
         little in one step and the rule only needs its order of magnitude."""
-        key = cs.graph_key()
-        e = self._eig
-        if e is not None and e[0] == key and abs(op.m - e[1]) <= 0.25 * e[1]:
-            return e[2]
+        L = self.cached_eigenvalue(cs, op.m)
+        if L is not None:
+            return L
         # the same estimate for every operator (only matvec), so dense and matrix-free runs see
         # the same ρ and hence the same iterates up to round-off
         L = max_eigenvalue(op, op.m, self.sim.admm.settings.eig_iters)
-        self._eig = (key, op.m, L)
+        self._eig = (cs.graph_key(), op.m, L)
         return L
 
     def loop_error(self, closure, data):

@@ -49,6 +49,14 @@ class StepStats:
     def as_dict(self):
         return dict(self.__dict__)
 
+    def record_solve(self, r):
+        """The ADMM's numbers of this step from r (a `solvers.admm.ADMMResult`, or the steady
+        step's `simstep.steady.SteadyOut`, which has the same fields)."""
+        self.iterations, self.converged, self.newton_steps = r.iterations, r.converged, r.newton_steps
+        self.primal_residual, self.dual_residual = r.primal_residual, r.dual_residual
+        self.complementarity, self.rho, self.warm_started = r.complementarity, r.rho, r.warm_started
+        self.velocity_residual = r.velocity_residual
+
     def __getitem__(self, key):
         return getattr(self, key)
 

@@ -551,10 +551,7 @@ class Simulator:
         elif self.solver_name == "admm":
             res = self.admm.solve(problem)
             lam, warm_lam, dv = res.lam, res.warm_next, res.velocity_change
-            st.iterations, st.converged, st.newton_steps = res.iterations, res.converged, res.newton_steps
-            st.primal_residual, st.dual_residual = res.primal_residual, res.dual_residual
-            st.complementarity, st.rho, st.warm_started = res.complementarity, res.rho, res.warm_started
-            st.velocity_residual = res.velocity_residual
+            st.record_solve(res)
             st.time_solver = time.perf_counter() - t0
             return lam, warm_lam, dv
         else:

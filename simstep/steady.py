@@ -16,7 +16,7 @@ order on the same arrays, so its results are bitwise those of the staged path:
   solve          `solvers.admm.admm_kernel` (with the velocity change and the next warm start);
   integration    `integrator.step_end_kernel` (q⁺, v⁺ and the next step's Data).
 
-`SteadyStep.run` decides whether a step qualifies (a matrix-free operator under the ADMM, the
+`SteadyStep.step` decides whether a step qualifies (a matrix-free operator under the ADMM, the
 NCP model, no loop closures, compliance or restitution; contacts of the same pairs as the
 last set) and commits its results; any other outcome of the kernel (limits or pairs changed, a
 failed solve, a non-finite state) sends the step down the staged path, which recomputes it
@@ -77,11 +77,12 @@ structref.define_proxy(StepConstants, StepConstantsType, list(_CONST_FIELDS))
 
 
 @njit(cache=True)
-def _new_constants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, lim_q, lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold, gate,
-                   extra_rows):
+def _new_constants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, lim_q, lim_dof,
+                   lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold, gate, extra_rows):
     """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
-    return StepConstants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, lim_q, lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold,
-                         gate, extra_rows)
+    return StepConstants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, mass, com, all_free, lim_q,
+                         lim_dof, lim_val, lim_sgn, gap, active, limits, h, margin, slop, erp, vmax, threshold, gate,
+                         extra_rows)
 
 
 class SteadyOut(NamedTuple):
@@ -120,10 +121,10 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, fext, keys, position, f
     torques tau (nv,) N·m or N and external wrenches fext (n, 6): d, d_next the `models.Data`
     states at q and for q⁺; state the set's `solvers.opstate.OperatorState` at d (refreshed:
     its factors marked stale); keys (k,), position (k, 3), frame (k, 3, 3), distance (k,) m
-    the step's contacts, from the set's geometry pairs in the set's order; cb_f the set's contact data
-    (rewritten); tail_active (n_l,) the tail's active limit rows; warm_keys, warm_pos,
-    warm_frame, warm_lam the last step's contacts and impulses; carry: the
-    tail's rows are the last step's (their impulses carried over); kind … param the set's
+    the step's contacts, from the set's geometry pairs in the set's order; cb_f the set's
+    contact data (rewritten); tail_active (n_l,) the tail's active limit rows; warm_keys,
+    warm_pos, warm_frame, warm_lam the last step's contacts and impulses; carry: the tail's
+    rows are the last step's (`ProblemAssembler.carries_tail`); kind … param the set's
     cones; prm the ADMM's (1,) `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last
     factorisation succeeded. Returns a `SteadyOut`; status OK only if every stage ran.
     `steady_articulated_kernel` is the same with `articulated_step_kernel` as its free step."""
@@ -172,11 +173,11 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, fext, keys, position, f
                      warm if r.polished and hit else lam, q_next, v_next)
 
 
-
 # robots on a free base (`integrator.body_kinds`: no childless free body): the free step without
 # the free bodies' Newton solves, which the staged path then never compiles either
 steady_articulated_kernel = kernel_variant(steady_step_kernel, "steady_articulated_kernel", dict(cache=True),
                                            free_step_kernel=articulated_step_kernel)
+
 
 class SteadyStep:
     """A simulator's steady path (module docstring): `step` runs stages 3–7 of a qualifying
@@ -226,18 +227,18 @@ class SteadyStep:
             return False
         tail = a.tail
         tail_cs, set_keys, cs, cones = a.sets[0]
-        ops, eig, m = a.ops, a._eig, cones.m
-        if tail_cs is not tail[1] or not ops or ops[0].cs is not cs or eig is None or eig[0] != cs.graph_key() \
-                or abs(m - eig[1]) > 0.25 * eig[1] or not same_pairs_kernel(set_keys, c.key):
+        ops, m = a.ops, cones.m
+        L = a.cached_eigenvalue(cs, m)
+        if tail_cs is not tail[1] or not ops or ops[0].cs is not cs or L is None \
+                or not same_pairs_kernel(set_keys, c.key):
             return False
         t0 = time.perf_counter()
         phase[0] = "the steady step (stages 3-6 in one call)"
         op = ops[0].refresh(sim.data)
         state = op.compiled_state()
         w = a.warm
-        ntail = m - 3 * k
-        carry = ntail > 0 and w.tail is tail and w.lam.size >= ntail
-        L = max(float(eig[2]), 1e-12)
+        carry = a.carries_tail(m - 3 * k)
+        L = max(float(L), 1e-12)
         rho_min = admm.settings.mu_prox
         prm = admm.params_for(L, m, rho_min)
         d_next = sim._data_next
@@ -253,10 +254,7 @@ class SteadyStep:
         a.op = op
         admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, L, m, rho_min)
         st.ncontacts, st.nrows = k, m
-        st.iterations, st.converged, st.newton_steps = r.iterations, r.converged, r.newton_steps
-        st.primal_residual, st.dual_residual = r.primal_residual, r.dual_residual
-        st.complementarity, st.rho, st.warm_started = r.complementarity, r.rho, r.warm_started
-        st.velocity_residual = r.velocity_residual
+        st.record_solve(r)
         d_next._computed(r.q_next, True)
         st.time_solver = time.perf_counter() - t0
         st.steady = True

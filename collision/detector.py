@@ -26,6 +26,8 @@ Combination rules of the two geometries' materials: friction ``sqrt(μ1 μ2)``, 
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from models import FREE
@@ -52,18 +54,24 @@ class Contacts:
     slot ranking the patch points by angle about the patch centre from a body-1-fixed axis.
     """
 
-    __slots__ = ("body1", "body2", "geom1", "geom2", "position", "frame", "distance",
-                 "friction", "restitution", "compliance", "key")
-
     def __init__(self, out_i, out_p, out_R, out_s, k):
         # the detector's buffers (see `patch.emit_patch`) hold each field's first k entries
-        # contiguously: 4 contiguous copies, and the 1-D fields are rows of two of them
-        I = out_i[:, :k].copy()
-        self.body1, self.body2, self.geom1, self.geom2, self.key = I[0], I[1], I[2], I[3], I[4]
+        # contiguously: 4 contiguous copies; the 1-D fields are rows of two of them, key and
+        # distance (read by every step) made here, the others on first use
+        self._i = out_i[:, :k].copy()
+        self._s = out_s[:, :k].copy()
         self.position = out_p[:k].copy()
         self.frame = out_R[:k].copy()
-        F = out_s[:, :k].copy()
-        self.distance, self.friction, self.restitution, self.compliance = F[0], F[1], F[2], F[3]
+        self.key = self._i[4]
+        self.distance = self._s[0]
+
+    body1 = cached_property(lambda self: self._i[0])
+    body2 = cached_property(lambda self: self._i[1])
+    geom1 = cached_property(lambda self: self._i[2])
+    geom2 = cached_property(lambda self: self._i[3])
+    friction = cached_property(lambda self: self._s[1])
+    restitution = cached_property(lambda self: self._s[2])
+    compliance = cached_property(lambda self: self._s[3])
 
     @property
     def normal(self):
@@ -79,7 +87,7 @@ class Contacts:
         return self.position - 0.5 * self.distance[:, None] * self.normal
 
     def __len__(self):
-        return self.body1.shape[0]
+        return self.key.shape[0]
 
     def __repr__(self):
         return f"Contacts(k={len(self)})"

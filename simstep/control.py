@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from models.kinematics import all_finite
+
 from ._checks import check_bool
 
 
@@ -91,16 +93,22 @@ class JointPD:
         return q
 
     def target(self, t):
-        return self.q_target if self.q_ref_fn is None else np.asarray(self.q_ref_fn(t), float)
-
-    def torque(self, t, q, v):
-        """τ (nv,) at time t (s) and state (q, v)."""
-        target = self.target(t)
+        """q* (njoints,) at time t (s): the fixed targets, or q_ref_fn(t) checked (shape, finite)."""
+        if self.q_ref_fn is None:
+            return self.q_target
+        target = np.asarray(self.q_ref_fn(t), float)
         if target.shape != self.q_target.shape:
             raise ValueError(f"q_ref_fn(t) must return {self.q_target.size} targets (one per PD joint), "
                              f"got shape {target.shape}")
+        if not all_finite(target):
+            raise ValueError(f"q_ref_fn({t:g}) returned non-finite targets: {target}")
+        return target
+
+    def torque(self, t, q, v):
+        """τ (nv,) at time t (s) and state (q, v): finite for a finite state (gains, targets and
+        limits are checked when set, q_ref_fn's targets each call)."""
         tau = np.empty(self.model.nv)
-        pd_torque_kernel(self.kp, self.kd, target, self.v_target, self.limit, self.iq, self.iv,
+        pd_torque_kernel(self.kp, self.kd, self.target(t), self.v_target, self.limit, self.iq, self.iv,
                          np.asarray(q, float), np.asarray(v, float), tau)
         return tau
 

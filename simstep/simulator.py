@@ -40,6 +40,7 @@ from solvers.pgs import PGSSolver
 
 from ._checks import check_bool, check_choice, check_int, check_number, check_vector
 from .bilateral_step import BilateralStep
+from .control import JointPD
 from .integrator import (FREE_BODY, articulated_step_kernel, body_kinds, free_step_kernel, integrate_kernel,
                          step_end_kernel)
 from .lcp_step import LCPContactModel
@@ -262,7 +263,6 @@ class Simulator:
         a scalar or {joint: gain}, required for joints that have no target yet. A later call
         changes the joints it names and keeps the others; `clear_targets` removes them all. Bare
         robot joint names are accepted when unique. Everything is checked before anything changes."""
-        from .control import JointPD
         if not isinstance(targets, dict) or not targets:
             raise TypeError(f"targets must be a non-empty dict {{joint name: position}}, got {targets!r}")
         m = self.model
@@ -413,10 +413,15 @@ class Simulator:
         return [names[int(b)] for b in bodies]
 
     def _tau(self, tau):
-        m = self.model
+        """The step's joint torques (nv,): tau (checked by `step`) or the actuation's (checked
+        here; a `JointPD`'s are finite by construction), the PD targets', the joint damping."""
+        m, act = self.model, self.actuation
         if tau is None:
-            tau = self.actuation(self) if callable(self.actuation) else self.actuation
-        tau = self._zero_v if tau is None else m.check_v(tau, "tau")
+            if isinstance(act, JointPD):
+                tau = act(self)
+            else:
+                tau = act(self) if callable(act) else act
+                tau = self._zero_v if tau is None else m.check_v(tau, "tau")
         if self._pd is not None:
             tau = tau + self._pd(self)
         if self._damped:

@@ -162,7 +162,7 @@ class MatrixFreeDelassus(_Rows):
         self._reuse = None
         self._kstates = []               # `kernel_state`'s last two (data, fac, ws, tuples)
         self._cstates = StateCache()     # `compiled_state`'s
-        self._last_state = None
+        self._last_states = []
         self._q_rows = None              # whether the set has rows that `refresh` must recompute at a new q
         if reuse is not None and reuse.model is model and reuse is not self and reuse._ws is not None:
             ws, reuse._ws = reuse._ws, None            # the old operator reallocates if used again
@@ -295,10 +295,10 @@ class MatrixFreeDelassus(_Rows):
     def compiled_state(self):
         """This operator as one `solvers.opstate.OperatorState` for the compiled solvers: the
         same object while `kernel_state`'s tuples are."""
-        last = self._last_state          # (data, fac, ws, state) of the last call: the per-step path
-        if last is not None and self._aba and last[0] is self.data and last[1] is self._fac and \
-                last[2] is self._ws:
-            return last[3]
+        if self._aba:       # the per-step path: (data, fac, ws, state) of the last two calls (two Data alternate)
+            for last in self._last_states:
+                if last[0] is self.data and last[1] is self._fac and last[2] is self._ws:
+                    return last[3]
         parts = self.kernel_state()
         entries = self._cstates.entries
         if entries and entries[0][0] is not parts:      # another Data: the last state with its arrays swapped
@@ -306,7 +306,7 @@ class MatrixFreeDelassus(_Rows):
             state = self._cstates.get(parts, lambda p: matrix_free_state_like(p, prev, old))
         else:
             state = self._cstates.get(parts, matrix_free_state)
-        self._last_state = (self.data, self._fac, self._ws, state)
+        self._last_states = [(self.data, self._fac, self._ws, state)] + self._last_states[:1]
         return state
 
     def mark_factored(self):

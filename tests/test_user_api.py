@@ -216,7 +216,7 @@ def test_pd_torque_matches_its_formula_on_a_quadruped_with_saturated_joints():
     """`JointPD.torque` on Go2's 12 joints at random states against τ = clip(Kp (q* − q) +
     Kd (v* − v), ±effort) written in NumPy, with velocity targets, per-joint gains and states
     far enough from the targets that some joints saturate; a time-varying reference of the
-    wrong size is refused by name."""
+    wrong size, or a non-finite one, is refused by name (a step then fails and changes nothing)."""
     w = scenes.quadruped("go2")
     pd, m = w.actuation, w.model
     rng = np.random.default_rng(3)
@@ -236,6 +236,17 @@ def test_pd_torque_matches_its_formula_on_a_quadruped_with_saturated_joints():
     pd.q_ref_fn = lambda t: np.zeros(3)
     with pytest.raises(ValueError, match="one per PD joint"):
         pd.torque(0.0, w.q0, np.zeros(m.nv))
+    # the simulator trusts a JointPD's torques: a non-finite reference is refused by the PD
+    w.actuation = pd
+    sim = simstep.Simulator(w)
+    pd.q_ref_fn = lambda t: np.where(t > 1.5 * sim.dt, np.nan, pd.q_target)
+    with pytest.raises(ValueError, match="non-finite targets"):
+        pd.torque(2 * sim.dt, w.q0, np.zeros(m.nv))
+    sim.run(2)
+    q, v = sim.q.copy(), sim.v.copy()
+    with pytest.raises(simstep.SimulationError, match="the actuation .*non-finite targets"):
+        sim.step()
+    assert sim.steps == 2 and np.array_equal(sim.q, q) and np.array_equal(sim.v, v)
 
 
 def test_pd_targets_refuse_bad_input_before_changing_anything():

@@ -169,7 +169,9 @@ class CollisionDetector:
         a, b = np.nonzero(np.triu(culled, 1))
         slot = np.full((len(S), len(S)), -1, dtype=np.int64)
         slot[a, b] = np.arange(len(a))
-        return PairCache(slot, np.zeros((len(a) + 1, 3)), np.full((len(a) + 1, 2), -1, dtype=np.int64))
+        P = len(a) + 1
+        return PairCache(slot, np.zeros((P, 3)), np.full((P, 2), -1, dtype=np.int64),
+                         np.full((P, 4, 2), -1, dtype=np.int64), np.zeros(P, dtype=np.int64))
 
     def _alloc_pairs(self, cap):
         self._pairs = np.zeros((cap, 2), dtype=np.int64)

@@ -49,23 +49,24 @@ def narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cver
             continue
         s = -1
         if code == PAIR_GJK or code == PAIR_LIBRARY:
-            # culled when the last separating axis or the centres' axis separates
+            # culled when the last separating axis (or GJK's last normal) separates, or else
+            # the centres' axis, unless GJK ran on the pair the last time it got this far
+            # (a kept simplex: the pair is near, and GJK starts from that simplex)
             s = pc.slot[a, b]
             if s >= 0 and separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, pc, s):
                 continue
-            sep, d0, d1, d2 = separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin)
-            if sep:
-                if s >= 0:
-                    _cache_axis(pc, s, d0, d1, d2)
-                continue
+            if s < 0 or pc.nsimplex[s] == 0:
+                sep, d0, d1, d2 = separated_along_centres(a, b, gkind, gsize, gR, gp, lc, cverts, coff, hg, margin)
+                if sep:
+                    if s >= 0:
+                        _cache_axis(pc, s, d0, d1, d2)
+                    continue
             if code == PAIR_LIBRARY:
                 lib_pairs[nlib] = pi
                 nlib += 1
                 continue
         m = narrow_pair(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, pw.V, pw.PA, pw.PB, pw.FA,
-                        pw.FB, pw.ws, gw, G)
-        if code == PAIR_GJK and s >= 0 and m != -2:
-            _cache_axis(pc, s, G[0, 0], G[0, 1], G[0, 2])
+                        pw.FB, pw.ws, gw, G, pc, s)
         if m == -2:
             lib_pairs[nlib] = pi
             nlib += 1

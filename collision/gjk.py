@@ -29,12 +29,13 @@ EPA_MAXV = EPA_ITERS + 4            # polytope vertices
 EPA_MAXF = 2 * EPA_MAXV             # faces of a closed triangulated polytope: 2V − 4
 EPA_TOL = 1e-9                      # m: EPA stops when the support point gains less
 
-GjkWork = namedtuple("GjkWork", "W A B lam F FN FD E sv")
+GjkWork = namedtuple("GjkWork", "W A B lam F FN FD E sv ids")
 GjkWork.__doc__ = """Scratch of `gjk_epa` (allocate with `gjk_work`): support points W = A − B
 and their parts A, B (EPA_MAXV, 3) (rows 0–3: GJK's simplex), barycentric weights lam (4,),
 EPA faces F (EPA_MAXF, 3) int64 (row −1: dead), their unit normals FN (EPA_MAXF, 3) and
 distances FD (EPA_MAXF,), horizon edges E (3 EPA_MAXF, 2) int64, the last support vertices
-sv (2,) int64 of hulls a and b (where the next hill climb starts; −1: from the seeds)."""
+sv (2,) int64 of hulls a and b (where the next hill climb starts; −1: from the seeds), and
+each row's hull vertices ids (EPA_MAXV, 2) int64 (−1: not a hull's vertex)."""
 
 
 @njit(**_JIT)
@@ -42,7 +43,8 @@ def gjk_work():
     """A `GjkWork` scratch."""
     return GjkWork(np.zeros((EPA_MAXV, 3)), np.zeros((EPA_MAXV, 3)), np.zeros((EPA_MAXV, 3)), np.zeros(4),
                    np.zeros((EPA_MAXF, 3), dtype=np.int64), np.zeros((EPA_MAXF, 3)), np.zeros(EPA_MAXF),
-                   np.zeros((3 * EPA_MAXF, 2), dtype=np.int64), np.full(2, -1, dtype=np.int64))
+                   np.zeros((3 * EPA_MAXF, 2), dtype=np.int64), np.full(2, -1, dtype=np.int64),
+                   np.full((EPA_MAXV, 2), -1, dtype=np.int64))
 
 
 @njit(**_NONRT)
@@ -91,9 +93,11 @@ def support_core(kind, g, gsize, gR, gp, cverts, hg, d0, d1, d2, P, i, sv, j):
 @njit(**_NONRT)
 def _support(a, b, gkind, gsize, gR, gp, cverts, hg, d0, d1, d2, ws, i):
     """Support point of A − B along d: ws.A[i] (of a along d), ws.B[i] (of b along −d),
-    ws.W[i] = A[i] − B[i]."""
+    ws.W[i] = A[i] − B[i], their hull vertices ws.ids[i]."""
     support_core(gkind[a], a, gsize, gR, gp, cverts, hg, d0, d1, d2, ws.A, i, ws.sv, 0)
     support_core(gkind[b], b, gsize, gR, gp, cverts, hg, -d0, -d1, -d2, ws.B, i, ws.sv, 1)
+    ws.ids[i, 0] = ws.sv[0] if gkind[a] == CONVEX else -1
+    ws.ids[i, 1] = ws.sv[1] if gkind[b] == CONVEX else -1
     for k in range(3):
         ws.W[i, k] = ws.A[i, k] - ws.B[i, k]
 
@@ -211,24 +215,72 @@ def _compact(ws, n):
                     ws.A[m, k] = ws.A[i, k]
                     ws.B[m, k] = ws.B[i, k]
                 ws.lam[m] = ws.lam[i]
+                ws.ids[m, 0], ws.ids[m, 1] = ws.ids[i, 0], ws.ids[i, 1]
             m += 1
     return m
 
 
 @njit(**_NONRT)
-def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws):
+def _cached_point(kind, g, gR, gp, cverts, v, P, i):
+    """P[i] = hull g's vertex v (a sphere's centre for v = −1), world."""
+    for k in range(3):
+        P[i, k] = gp[g, k]
+        if kind == CONVEX:
+            P[i, k] += gR[g, k, 0] * cverts[v, 0] + gR[g, k, 1] * cverts[v, 1] + gR[g, k, 2] * cverts[v, 2]
+
+
+@njit(**_NONRT)
+def warm_simplex(a, b, gkind, gR, gp, cverts, ws, simplex, r, ns):
+    """GJK's start from the simplex a pair ended with at the last call (time coherence, the
+    simplex caching of van den Bergen, "Collision Detection in Interactive 3D Environments",
+    2004, Sec. 4.3.6): the hull vertices simplex[r, :ns] (ns ≤ 4 (vertex of a, vertex of b),
+    `midphase.PairCache`) at the current placements, reduced to the sub-simplex closest to the
+    origin. Any points of A − B are a valid start: only the number of iterations depends on it.
+    Returns the rows kept (4: the origin is inside), 0 when there is none or it is degenerate."""
+    for i in range(ns):
+        _cached_point(gkind[a], a, gR, gp, cverts, simplex[r, i, 0], ws.A, i)
+        _cached_point(gkind[b], b, gR, gp, cverts, simplex[r, i, 1], ws.B, i)
+        ws.ids[i, 0], ws.ids[i, 1] = simplex[r, i, 0], simplex[r, i, 1]
+        for k in range(3):
+            ws.W[i, k] = ws.A[i, k] - ws.B[i, k]
+    ws.sv[0], ws.sv[1] = simplex[r, 0, 0], simplex[r, 0, 1]
+    if _closest_simplex(ws, ns):
+        return 4
+    if not np.isfinite(_point2(ws.W, ws.lam, ns)):
+        return 0
+    return _compact(ws, ns)
+
+
+@njit(**_NONRT)
+def cacheable(kind):
+    """Whether a simplex of this kind's support points is kept by its vertex ids (hulls: their
+    vertices; spheres: their centre)."""
+    return kind == CONVEX or kind == SPHERE
+
+
+@njit(**_NONRT)
+def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, simplex, r, ns):
     """GJK on the cores of a and b: returns (n, dist²): the simplex W[:n] with weights lam,
     whose point Σ lam W is the closest of A − B to the origin (dist² its squared norm);
-    n = 4 with dist² = 0 when the origin is inside (the cores overlap)."""
-    d0, d1, d2 = gp[a, 0] - gp[b, 0], gp[a, 1] - gp[b, 1], gp[a, 2] - gp[b, 2]
-    if d0 * d0 + d1 * d1 + d2 * d2 < 1e-24:
-        d0 = 1.0
-    ws.sv[0] = -1
-    ws.sv[1] = -1
-    _support(a, b, gkind, gsize, gR, gp, cverts, hg, -d0, -d1, -d2, ws, 0)
-    ws.lam[0] = 1.0
-    n = 1
-    v0, v1, v2 = ws.W[0, 0], ws.W[0, 1], ws.W[0, 2]
+    n = 4 with dist² = 0 when the origin is inside (the cores overlap). Starts from the
+    cached simplex[r, :ns] (`warm_simplex`; ns = 0: from the support point along the centres)."""
+    n = warm_simplex(a, b, gkind, gR, gp, cverts, ws, simplex, r, ns) if ns > 0 else 0
+    if n == 4:
+        return 4, 0.0
+    if n == 0:
+        d0, d1, d2 = gp[a, 0] - gp[b, 0], gp[a, 1] - gp[b, 1], gp[a, 2] - gp[b, 2]
+        if d0 * d0 + d1 * d1 + d2 * d2 < 1e-24:
+            d0 = 1.0
+        ws.sv[0] = -1
+        ws.sv[1] = -1
+        _support(a, b, gkind, gsize, gR, gp, cverts, hg, -d0, -d1, -d2, ws, 0)
+        ws.lam[0] = 1.0
+        n = 1
+    v0 = v1 = v2 = 0.0
+    for i in range(n):
+        v0 += ws.lam[i] * ws.W[i, 0]
+        v1 += ws.lam[i] * ws.W[i, 1]
+        v2 += ws.lam[i] * ws.W[i, 2]
     vv = v0 * v0 + v1 * v1 + v2 * v2
     for _ in range(GJK_ITERS):
         if vv <= 1e-24:
@@ -396,11 +448,14 @@ def epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, n):
 
 
 @njit(**_NONRT)
-def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out):
+def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out, simplex, r, ns):
     """Normal and witness points of shapes a and b: out rows 0 = n (unit, a → b), 1 = pa,
-    2 = pb (on the surfaces). Returns the separation (pb − pa) · n (negative: penetration),
-    or nan when the Minkowski difference is flat (the caller then uses another method)."""
-    n, vv = gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws)
+    2 = pb (on the surfaces). Returns (the separation (pb − pa) · n (negative: penetration),
+    or nan when the Minkowski difference is flat (the caller then uses another method); the
+    rows of GJK's final simplex, whose hull vertices ws.ids[:rows] the caller may keep as the
+    next call's simplex[r, :ns] (`gjk`))."""
+    n, vv = gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, simplex, r, ns)
+    nfinal = n
     ra = core_radius(gkind[a], a, gsize)
     rb = core_radius(gkind[b], b, gsize)
     apart = vv > 1e-18
@@ -425,7 +480,7 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out):
     if not apart:
         f = epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, n)
         if f < 0 or not np.isfinite(ws.FD[f]):
-            return np.nan
+            return np.nan, nfinal
         dist = -ws.FD[f]
         i, j, k_ = ws.F[f, 0], ws.F[f, 1], ws.F[f, 2]
         # barycentric weights of the origin's projection on the face (areas)
@@ -453,4 +508,4 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out):
     for k in range(3):
         out[1, k] += ra * out[0, k]
         out[2, k] -= rb * out[0, k]
-    return dist - ra - rb
+    return dist - ra - rb, nfinal

@@ -17,15 +17,18 @@ from .support import support_height
 # kernels here compile in those of these modules: drop the cache when they change
 models.jitcache.drop_stale_cache(__file__, [hulls.__file__, support.__file__])
 
-PairCache = namedtuple("PairCache", "slot axis vert")
+PairCache = namedtuple("PairCache", "slot axis vert simplex nsimplex")
 PairCache.__doc__ = """Per-pair memory of the last separating direction, kept across calls (time
 coherence: the axis that separated two links at the last step usually still does).
 
 slot (ng, ng) int64: row of the pair (a < b) among the pairs culled by support heights (GJK
 and library pairs), −1 for the others. axis (P, 3): last direction a → b that separated
 the pair or GJK's last normal (zeros: none). vert (P, 2) int64: hull vertices supporting
-a along axis and b along −axis, where the next climbs start (−1: none). It only proves
-separation (exact support heights), so the contacts do not depend on it, only the time."""
+a along axis and b along −axis, where the next climbs start (−1: none). simplex (P, 4, 2)
+int64, nsimplex (P,) int64: the hull vertices (a's, b's; −1 a sphere's centre) of the pair's
+last GJK simplex, its first nsimplex rows (0: none), where the next GJK starts
+(`gjk.warm_simplex`). The axis only proves separation (exact support heights) and the simplex
+only starts GJK, so the contacts do not depend on them beyond round-off, only the time."""
 
 
 @njit(**_NONRT)
@@ -87,7 +90,9 @@ def separated_along_cached(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin,
 
 @njit(**_NONRT)
 def _cache_axis(pc, s, d0, d1, d2):
-    """Remember d as pair row s's separating direction (support vertices unknown)."""
+    """Remember d as pair row s's separating direction (support vertices unknown; the pair's
+    GJK simplex forgotten)."""
     pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2] = d0, d1, d2
     pc.vert[s, 0] = -1
     pc.vert[s, 1] = -1
+    pc.nsimplex[s] = 0

@@ -381,12 +381,22 @@ def sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB):
 
 
 @njit(**_NONRT)
-def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G):
+def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G, pc, s):
     """A convex hull or a cylinder against a hull or a primitive (not a plane): normal and
     witness points by GJK/EPA (`gjk.gjk_epa`, into rows 0, 1, 2 of G (3, 3)), then the patch
     along the normal. Returns the patch size; 0 beyond the margin; -2 for a flat Minkowski
-    difference (left to the library). gw: `gjk.GjkWork` scratch."""
-    sep = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G)
+    difference (left to the library). gw: `gjk.GjkWork` scratch; pc: the `midphase.PairCache`
+    whose row s (−1: none) keeps the pair's last GJK simplex (hulls and spheres) and normal."""
+    keep = s >= 0 and gjk.cacheable(gkind[a]) and gjk.cacheable(gkind[b])
+    r = s if keep else 0
+    sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.simplex, r, pc.nsimplex[r] if keep else 0)
+    if keep:
+        for i in range(n):
+            pc.simplex[s, i, 0], pc.simplex[s, i, 1] = gw.ids[i, 0], gw.ids[i, 1]
+        pc.nsimplex[s] = n
+    if s >= 0 and not np.isnan(sep):     # the normal, and the last supports along ±n as the climbs' starts
+        pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2] = G[0, 0], G[0, 1], G[0, 2]
+        pc.vert[s, 0], pc.vert[s, 1] = gw.sv[0], gw.sv[1]
     if np.isnan(sep):
         return -2
     if sep > margin:
@@ -396,8 +406,9 @@ def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA
 
 
 @njit(**_NONRT_INLINE)
-def narrow_pair(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G):
-    """The kernel of pair type `code` (`pair_table`) on geometries a < b."""
+def narrow_pair(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G, pc, s):
+    """The kernel of pair type `code` (`pair_table`) on geometries a < b (s: the pair's
+    `midphase.PairCache` row, −1 for none)."""
     if code == PAIR_PLANE:
         return plane_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws)
     if code == PAIR_BOXES:
@@ -407,12 +418,14 @@ def narrow_pair(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol,
     if code == PAIR_SPHERE_BOX:
         return sphere_box_pair(a, b, gkind, gsize, gR, gp, margin, V, PA, PB)
     if code == PAIR_GJK:
-        return convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
+        return convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G,
+                           pc, s)
     return 0
 
 
 @njit(**_NONRT_INLINE)
-def narrow_pair_nobox(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G):
+def narrow_pair_nobox(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G, pc,
+                      s):
     """`narrow_pair` for the pair types of shapes without boxes (`NOBOX_CODES`: planes,
     spheres, capsules, cylinders and hulls, e.g. robots on the ground): the box-box and
     sphere-box kernels are not compiled in (`driver.detect_nobox_kernel`)."""
@@ -421,5 +434,6 @@ def narrow_pair_nobox(code, a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin
     if code == PAIR_CORES:
         return core_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws)
     if code == PAIR_GJK:
-        return convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G)
+        return convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA, PB, FA, FB, ws, gw, G,
+                           pc, s)
     return 0

@@ -28,6 +28,7 @@ EPA_ITERS = 96
 EPA_MAXV = EPA_ITERS + 4            # polytope vertices
 EPA_MAXF = 2 * EPA_MAXV             # faces of a closed triangulated polytope: 2V − 4
 EPA_TOL = 1e-9                      # m: EPA stops when the support point gains less
+FLAT_TETRA = 1e-10                  # GJK's tetrahedron is flat below this volume / (longest edge)³
 
 GjkWork = namedtuple("GjkWork", "W A B lam F FN FD E sv ids")
 GjkWork.__doc__ = """Scratch of `gjk_epa` (allocate with `gjk_work`): support points W = A − B
@@ -161,6 +162,20 @@ def _point2(W, lam, n):
 
 
 @njit(**_NONRT)
+def _flat_tetrahedron(W):
+    """Whether the tetrahedron W[:4] has a volume below FLAT_TETRA L³ (L its longest edge)."""
+    L = 0.0
+    for i in range(4):
+        for j in range(i + 1, 4):
+            L = max(L, (W[j, 0] - W[i, 0]) ** 2 + (W[j, 1] - W[i, 1]) ** 2 + (W[j, 2] - W[i, 2]) ** 2)
+    u0, u1, u2 = W[1, 0] - W[0, 0], W[1, 1] - W[0, 1], W[1, 2] - W[0, 2]
+    v0, v1, v2 = W[2, 0] - W[0, 0], W[2, 1] - W[0, 1], W[2, 2] - W[0, 2]
+    w0, w1, w2 = W[3, 0] - W[0, 0], W[3, 1] - W[0, 1], W[3, 2] - W[0, 2]
+    vol = (u1 * v2 - u2 * v1) * w0 + (u2 * v0 - u0 * v2) * w1 + (u0 * v1 - u1 * v0) * w2
+    return abs(vol) <= FLAT_TETRA * L * np.sqrt(L)
+
+
+@njit(**_NONRT)
 def _closest_simplex(ws, n):
     """Weights ws.lam of the point of simplex W[:n] (n ≤ 4) closest to the origin; returns
     True if the origin is inside the tetrahedron (n = 4). (Ericson, Sec. 5.1.6.)"""
@@ -178,10 +193,14 @@ def _closest_simplex(ws, n):
     if n == 3:
         _closest_triangle(W, 0, 1, 2, lam)
         return False
-    # tetrahedron: the closest point of the faces the origin is outside of
+    # tetrahedron: the closest point of the faces the origin is outside of. A flat one (volume
+    # below FLAT_TETRA times its longest edge cubed: four support points on one supporting
+    # plane of touching shapes, up to round-off) contains nothing: the side tests of its faces
+    # are then rounding noise, and all four faces are searched
+    flat = _flat_tetrahedron(W)
     best = np.inf
     b0 = b1 = b2 = b3 = 0.0
-    inside = True
+    inside = not flat
     for f in range(4):
         i, j, k, o = (0, 1, 2, 3) if f == 0 else ((0, 1, 3, 2) if f == 1 else ((0, 2, 3, 1) if f == 2 else (1, 2, 3, 0)))
         u0, u1, u2 = W[j, 0] - W[i, 0], W[j, 1] - W[i, 1], W[j, 2] - W[i, 2]
@@ -189,7 +208,7 @@ def _closest_simplex(ws, n):
         c0, c1, c2 = u1 * v2 - u2 * v1, u2 * v0 - u0 * v2, u0 * v1 - u1 * v0
         so = c0 * (W[o, 0] - W[i, 0]) + c1 * (W[o, 1] - W[i, 1]) + c2 * (W[o, 2] - W[i, 2])
         sp = -(c0 * W[i, 0] + c1 * W[i, 1] + c2 * W[i, 2])
-        if sp * so > 0 and abs(so) > 1e-30:
+        if not flat and sp * so > 0 and abs(so) > 1e-30:
             continue        # the origin is on the inner side of this face
         inside = False
         lam[o] = 0.0

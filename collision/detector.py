@@ -170,7 +170,7 @@ class CollisionDetector:
         slot = np.full((len(S), len(S)), -1, dtype=np.int64)
         slot[a, b] = np.arange(len(a))
         P = len(a) + 1
-        return PairCache(slot, np.zeros((P, 3)), np.full((P, 2), -1, dtype=np.int64),
+        return PairCache(slot, np.zeros((P, 3)), np.full((P, 2), -1, dtype=np.int64), np.zeros((P, 4, 2, 3)),
                          np.full((P, 4, 2), -1, dtype=np.int64), np.zeros(P, dtype=np.int64))
 
     def _alloc_pairs(self, cap):

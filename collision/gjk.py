@@ -240,29 +240,23 @@ def _compact(ws, n):
 
 
 @njit(**_NONRT)
-def _cached_point(kind, g, gR, gp, cverts, v, P, i):
-    """P[i] = hull g's vertex v (a sphere's centre for v = −1), world."""
-    for k in range(3):
-        P[i, k] = gp[g, k]
-        if kind == CONVEX:
-            P[i, k] += gR[g, k, 0] * cverts[v, 0] + gR[g, k, 1] * cverts[v, 1] + gR[g, k, 2] * cverts[v, 2]
-
-
-@njit(**_NONRT)
-def warm_simplex(a, b, gkind, gR, gp, cverts, ws, simplex, r, ns):
-    """GJK's start from the simplex a pair ended with at the last call (time coherence, the
-    simplex caching of van den Bergen, "Collision Detection in Interactive 3D Environments",
-    2004, Sec. 4.3.6): the hull vertices simplex[r, :ns] (ns ≤ 4 (vertex of a, vertex of b),
-    `midphase.PairCache`) at the current placements, reduced to the sub-simplex closest to the
-    origin. Any points of A − B are a valid start: only the number of iterations depends on it.
-    Returns the rows kept (4: the origin is inside), 0 when there is none or it is degenerate."""
+def warm_simplex(a, b, gR, gp, ws, local, verts, r, ns):
+    """GJK's start from the simplex the pair ended with at its last call (frame coherence:
+    touching links keep their closest features from one step to the next): its points
+    local[r, :ns] (ns ≤ 4 rows of (a's, b's) core points in their geometry frames; hull
+    vertices verts[r, :ns], where the climbs start; `keep_simplex`) at the current
+    placements, reduced to the sub-simplex closest to the origin. Any points of A − B are a
+    valid start: only the number of iterations depends on it. Returns the rows kept (4: the
+    origin is inside), 0 when the start is degenerate."""
     for i in range(ns):
-        _cached_point(gkind[a], a, gR, gp, cverts, simplex[r, i, 0], ws.A, i)
-        _cached_point(gkind[b], b, gR, gp, cverts, simplex[r, i, 1], ws.B, i)
-        ws.ids[i, 0], ws.ids[i, 1] = simplex[r, i, 0], simplex[r, i, 1]
         for k in range(3):
+            ws.A[i, k] = gp[a, k] + gR[a, k, 0] * local[r, i, 0, 0] + gR[a, k, 1] * local[r, i, 0, 1] + \
+                gR[a, k, 2] * local[r, i, 0, 2]
+            ws.B[i, k] = gp[b, k] + gR[b, k, 0] * local[r, i, 1, 0] + gR[b, k, 1] * local[r, i, 1, 1] + \
+                gR[b, k, 2] * local[r, i, 1, 2]
             ws.W[i, k] = ws.A[i, k] - ws.B[i, k]
-    ws.sv[0], ws.sv[1] = simplex[r, 0, 0], simplex[r, 0, 1]
+        ws.ids[i, 0], ws.ids[i, 1] = verts[r, i, 0], verts[r, i, 1]
+    ws.sv[0], ws.sv[1] = verts[r, 0, 0], verts[r, 0, 1]
     if _closest_simplex(ws, ns):
         return 4
     if not np.isfinite(_point2(ws.W, ws.lam, ns)):
@@ -271,19 +265,26 @@ def warm_simplex(a, b, gkind, gR, gp, cverts, ws, simplex, r, ns):
 
 
 @njit(**_NONRT)
-def cacheable(kind):
-    """Whether a simplex of this kind's support points is kept by its vertex ids (hulls: their
-    vertices; spheres: their centre)."""
-    return kind == CONVEX or kind == SPHERE
+def keep_simplex(a, b, gR, gp, ws, n, local, verts, s):
+    """Row s of the caller's cache (`warm_simplex`) from GJK's final simplex, rows ws[:n]: its
+    core points in the geometries' frames and their hull vertices."""
+    for i in range(n):
+        for k in range(3):
+            local[s, i, 0, k] = gR[a, 0, k] * (ws.A[i, 0] - gp[a, 0]) + gR[a, 1, k] * (ws.A[i, 1] - gp[a, 1]) + \
+                gR[a, 2, k] * (ws.A[i, 2] - gp[a, 2])
+            local[s, i, 1, k] = gR[b, 0, k] * (ws.B[i, 0] - gp[b, 0]) + gR[b, 1, k] * (ws.B[i, 1] - gp[b, 1]) + \
+                gR[b, 2, k] * (ws.B[i, 2] - gp[b, 2])
+        verts[s, i, 0], verts[s, i, 1] = ws.ids[i, 0], ws.ids[i, 1]
 
 
 @njit(**_NONRT)
-def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, simplex, r, ns):
+def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, local, verts, r, ns):
     """GJK on the cores of a and b: returns (n, dist²): the simplex W[:n] with weights lam,
     whose point Σ lam W is the closest of A − B to the origin (dist² its squared norm);
     n = 4 with dist² = 0 when the origin is inside (the cores overlap). Starts from the
-    cached simplex[r, :ns] (`warm_simplex`; ns = 0: from the support point along the centres)."""
-    n = warm_simplex(a, b, gkind, gR, gp, cverts, ws, simplex, r, ns) if ns > 0 else 0
+    cached simplex row r of ns points (`warm_simplex`; ns = 0: from the support point along the
+    centres)."""
+    n = warm_simplex(a, b, gR, gp, ws, local, verts, r, ns) if ns > 0 else 0
     if n == 4:
         return 4, 0.0
     if n == 0:
@@ -467,13 +468,13 @@ def epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, n):
 
 
 @njit(**_NONRT)
-def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out, simplex, r, ns):
+def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out, local, verts, r, ns):
     """Normal and witness points of shapes a and b: out rows 0 = n (unit, a → b), 1 = pa,
     2 = pb (on the surfaces). Returns (the separation (pb − pa) · n (negative: penetration),
     or nan when the Minkowski difference is flat (the caller then uses another method); the
-    rows of GJK's final simplex, whose hull vertices ws.ids[:rows] the caller may keep as the
-    next call's simplex[r, :ns] (`gjk`))."""
-    n, vv = gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, simplex, r, ns)
+    rows of GJK's final simplex in ws, which the caller may keep (`keep_simplex`) for the next
+    call's start (`gjk` from row r of ns points of local, verts))."""
+    n, vv = gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, local, verts, r, ns)
     nfinal = n
     ra = core_radius(gkind[a], a, gsize)
     rb = core_radius(gkind[b], b, gsize)

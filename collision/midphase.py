@@ -17,18 +17,20 @@ from .support import support_height
 # kernels here compile in those of these modules: drop the cache when they change
 models.jitcache.drop_stale_cache(__file__, [hulls.__file__, support.__file__])
 
-PairCache = namedtuple("PairCache", "slot axis vert simplex nsimplex")
-PairCache.__doc__ = """Per-pair memory of the last separating direction, kept across calls (time
-coherence: the axis that separated two links at the last step usually still does).
+PairCache = namedtuple("PairCache", "slot axis vert local verts nsimplex")
+PairCache.__doc__ = """Per-pair memory of the last separating direction and GJK simplex, kept across
+calls (time coherence: the axis that separated two links at the last step usually still does,
+and touching links keep their closest features).
 
 slot (ng, ng) int64: row of the pair (a < b) among the pairs culled by support heights (GJK
 and library pairs), −1 for the others. axis (P, 3): last direction a → b that separated
 the pair or GJK's last normal (zeros: none). vert (P, 2) int64: hull vertices supporting
-a along axis and b along −axis, where the next climbs start (−1: none). simplex (P, 4, 2)
-int64, nsimplex (P,) int64: the hull vertices (a's, b's; −1 a sphere's centre) of the pair's
-last GJK simplex, its first nsimplex rows (0: none), where the next GJK starts
-(`gjk.warm_simplex`). The axis only proves separation (exact support heights) and the simplex
-only starts GJK, so the contacts do not depend on them beyond round-off, only the time."""
+a along axis and b along −axis, where the next climbs start (−1: none). local (P, 4, 2, 3),
+verts (P, 4, 2) int64, nsimplex (P,) int64: the pair's last GJK simplex, its first nsimplex
+rows (0: none), each a pair of core points (a's, b's) in their geometry frames and their hull
+vertices (−1: not a hull), where the next GJK starts (`gjk.warm_simplex`). The axis only
+proves separation (exact support heights) and the simplex only starts GJK, so the contacts
+do not depend on them beyond round-off, only the time."""
 
 
 @njit(**_NONRT)

@@ -386,13 +386,16 @@ def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA
     witness points by GJK/EPA (`gjk.gjk_epa`, into rows 0, 1, 2 of G (3, 3)), then the patch
     along the normal. Returns the patch size; 0 beyond the margin; -2 for a flat Minkowski
     difference (left to the library). gw: `gjk.GjkWork` scratch; pc: the `midphase.PairCache`
-    whose row s (−1: none) keeps the pair's last GJK simplex (hulls and spheres) and normal."""
-    keep = s >= 0 and gjk.cacheable(gkind[a]) and gjk.cacheable(gkind[b])
+    whose row s (−1: none) keeps the pair's last GJK simplex and normal. GJK starts from the
+    kept simplex only between polytopes (cores of hulls, boxes, spheres and capsules), on which
+    it ends exactly: on a cylinder's smooth rim it ends where rounding stops its progress, so
+    that its start would move the normal by up to 1e-5 rad."""
+    keep = s >= 0 and gkind[a] != CYLINDER and gkind[b] != CYLINDER
     r = s if keep else 0
-    sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.simplex, r, pc.nsimplex[r] if keep else 0)
+    sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.local, pc.verts, r,
+                         pc.nsimplex[s] if keep else 0)
     if keep:
-        for i in range(n):
-            pc.simplex[s, i, 0], pc.simplex[s, i, 1] = gw.ids[i, 0], gw.ids[i, 1]
+        gjk.keep_simplex(a, b, gR, gp, gw, n, pc.local, pc.verts, s)
         pc.nsimplex[s] = n
     if s >= 0 and not np.isnan(sep):     # the normal, and the last supports along ±n as the climbs' starts
         pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2] = G[0, 0], G[0, 1], G[0, 2]

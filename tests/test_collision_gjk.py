@@ -221,9 +221,10 @@ def test_pair_cache_changes_time_not_contacts():
         q[7:] = np.clip(q[7:] + rng.normal(size=len(q) - 7) * 0.08, lo, hi)
         c1, c0 = cached.detect(q), fresh.detect(q)
         assert np.array_equal(c1.key, c0.key) and np.array_equal(c1.geom1, c0.geom1)
-        assert np.abs(c1.distance - c0.distance).max(initial=0) < 1e-14
-        assert np.abs(c1.frame - c0.frame).max(initial=0) < 1e-12
-        assert np.abs(c1.position - c0.position).max(initial=0) < 1e-14
+        # round-off: the kept simplex's points are stored in the links' frames and placed again
+        assert np.abs(c1.distance - c0.distance).max(initial=0) < 1e-13
+        assert np.abs(c1.frame - c0.frame).max(initial=0) < 1e-11
+        assert np.abs(c1.position - c0.position).max(initial=0) < 1e-13
         warm += int(np.count_nonzero(cached._pair_cache.nsimplex))
     assert np.any(cached._pair_cache.axis != 0) and warm > 100
 

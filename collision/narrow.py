@@ -397,9 +397,10 @@ def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA
     if keep:
         gjk.keep_simplex(a, b, gR, gp, gw, n, pc.local, pc.verts, s)
         pc.nsimplex[s] = n
-    if s >= 0 and not np.isnan(sep):     # the normal, and the last supports along ±n as the climbs' starts
+    if s >= 0 and not np.isnan(sep):     # the normal, and the hulls' last supports along ±n as the climbs' starts
         pc.axis[s, 0], pc.axis[s, 1], pc.axis[s, 2] = G[0, 0], G[0, 1], G[0, 2]
-        pc.vert[s, 0], pc.vert[s, 1] = gw.sv[0], gw.sv[1]
+        pc.vert[s, 0] = gw.sv[0] if gkind[a] == CONVEX else -1
+        pc.vert[s, 1] = gw.sv[1] if gkind[b] == CONVEX else -1
     if np.isnan(sep):
         return -2
     if sep > margin:

@@ -475,7 +475,6 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out, local, verts, r, ns
     rows of GJK's final simplex in ws, which the caller may keep (`keep_simplex`) for the next
     call's start (`gjk` from row r of ns points of local, verts))."""
     n, vv = gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, local, verts, r, ns)
-    nfinal = n
     ra = core_radius(gkind[a], a, gsize)
     rb = core_radius(gkind[b], b, gsize)
     apart = vv > 1e-18
@@ -500,7 +499,7 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out, local, verts, r, ns
     if not apart:
         f = epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, n)
         if f < 0 or not np.isfinite(ws.FD[f]):
-            return np.nan, nfinal
+            return np.nan, n
         dist = -ws.FD[f]
         i, j, k_ = ws.F[f, 0], ws.F[f, 1], ws.F[f, 2]
         # barycentric weights of the origin's projection on the face (areas)
@@ -528,4 +527,4 @@ def gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, ws, out, local, verts, r, ns
     for k in range(3):
         out[1, k] += ra * out[0, k]
         out[2, k] -= rb * out[0, k]
-    return dist - ra - rb, nfinal
+    return dist - ra - rb, n

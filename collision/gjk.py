@@ -29,6 +29,7 @@ EPA_MAXV = EPA_ITERS + 4            # polytope vertices
 EPA_MAXF = 2 * EPA_MAXV             # faces of a closed triangulated polytope: 2V − 4
 EPA_TOL = 1e-9                      # m: EPA stops when the support point gains less
 FLAT_TETRA = 1e-10                  # GJK's tetrahedron is flat below this volume / (longest edge)³
+SAME_POINT = 1e-12                  # two support points closer than this times their coordinates' size are one
 
 GjkWork = namedtuple("GjkWork", "W A B lam F FN FD E sv ids")
 GjkWork.__doc__ = """Scratch of `gjk_epa` (allocate with `gjk_work`): support points W = A − B
@@ -223,18 +224,64 @@ def _closest_simplex(ws, n):
 
 
 @njit(**_NONRT)
+def _same_point(ws, i, j):
+    """Whether support points W[i] and W[j] are one point up to rounding: closer than
+    SAME_POINT times the size of their coordinates (a kept simplex's point placed again from
+    its geometry frames, `warm_simplex`, differs from the same vertex's fresh support point in
+    the last bits)."""
+    d = (ws.W[i, 0] - ws.W[j, 0]) ** 2 + (ws.W[i, 1] - ws.W[j, 1]) ** 2 + (ws.W[i, 2] - ws.W[j, 2]) ** 2
+    s = 0.0
+    for k in range(3):
+        s = max(s, abs(ws.A[i, k]), abs(ws.B[i, k]), abs(ws.A[j, k]), abs(ws.B[j, k]))
+    return d <= (SAME_POINT * s) ** 2
+
+
+@njit(**_NONRT)
+def _repeats(ws, n):
+    """Whether the new support point W[n] is one of the simplex's points W[:n]."""
+    for i in range(n):
+        if _same_point(ws, i, n):
+            return True
+    return False
+
+
+@njit(**_NONRT)
+def _move_row(ws, i, m):
+    """Simplex row i (W, A, B, lam, ids) copied to row m."""
+    for k in range(3):
+        ws.W[m, k] = ws.W[i, k]
+        ws.A[m, k] = ws.A[i, k]
+        ws.B[m, k] = ws.B[i, k]
+    ws.lam[m] = ws.lam[i]
+    ws.ids[m, 0], ws.ids[m, 1] = ws.ids[i, 0], ws.ids[i, 1]
+
+
+@njit(**_NONRT)
+def _distinct(ws, n):
+    """Drop the simplex rows W[:n] that repeat an earlier row (`_same_point`); returns the new
+    count. EPA's blow-up needs distinct points: a repeated one leaves a triangle without a
+    normal, which would read as a flat Minkowski difference."""
+    m = 0
+    for i in range(n):
+        rep = False
+        for j in range(m):
+            if _same_point(ws, j, i):
+                rep = True
+        if not rep:
+            if m != i:
+                _move_row(ws, i, m)
+            m += 1
+    return m
+
+
+@njit(**_NONRT)
 def _compact(ws, n):
     """Drop the simplex rows with zero weight; returns the new count."""
     m = 0
     for i in range(n):
         if ws.lam[i] > 0.0:
             if m != i:
-                for k in range(3):
-                    ws.W[m, k] = ws.W[i, k]
-                    ws.A[m, k] = ws.A[i, k]
-                    ws.B[m, k] = ws.B[i, k]
-                ws.lam[m] = ws.lam[i]
-                ws.ids[m, 0], ws.ids[m, 1] = ws.ids[i, 0], ws.ids[i, 1]
+                _move_row(ws, i, m)
             m += 1
     return m
 
@@ -309,11 +356,7 @@ def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, local, verts, r, ns):
         vw = v0 * ws.W[n, 0] + v1 * ws.W[n, 1] + v2 * ws.W[n, 2]
         if vv - vw <= 1e-12 * vv:       # no support point beyond the current closest point
             return n, vv
-        dup = False
-        for i in range(n):
-            if ws.W[i, 0] == ws.W[n, 0] and ws.W[i, 1] == ws.W[n, 1] and ws.W[i, 2] == ws.W[n, 2]:
-                dup = True
-        if dup:
+        if _repeats(ws, n):
             return n, vv
         n += 1
         if _closest_simplex(ws, n):
@@ -357,6 +400,7 @@ def _blow_up(a, b, gkind, gsize, gR, gp, cverts, hg, ws, n):
     """Grow GJK's simplex W[:n] (the origin on it) to a tetrahedron of support points;
     returns False for a flat Minkowski difference."""
     W = ws.W
+    n = _distinct(ws, n)
     while n < 4:
         ok = False
         for t in range(6):

@@ -293,3 +293,51 @@ def test_hulls_in_face_contact_warm_and_cold_gjk_agree_with_the_gap(meshes):
             assert np.array_equal(cw.key, cc.key) and np.abs(cw.distance - cc.distance).max() < 1e-14
             assert np.abs(cw.position - cc.position).max() < 1e-12
         assert warm._pair_cache.nsimplex.max() > 0
+
+
+
+def test_gjk_from_a_kept_simplex_takes_its_repeated_point_as_one(meshes):
+    """A recorded case (from `test_gjk_pairs_against_coal_and_fcl[rock-box]`): the rock touching
+    the box (distance 6e-12 m) after a pose apart along the same normal, whose GJK ended on the
+    segment from the rock's vertex 2 to a box edge. Placed again from the geometry frames
+    (`gjk.warm_simplex`), the segment's first point differs from the same vertices' fresh
+    support point in the last bits. GJK once took the two as distinct points, EPA's blow-up met
+    a triangle without a normal and called the Minkowski difference flat, and the pair went to
+    the library: coal, whose answer at touching poses depends on its earlier calls in the
+    process (its patch had a point 1.5 mm off the box after another test's coal calls). Now
+    GJK stops at the repeated point (`gjk.SAME_POINT`): no library, the distance and normal of
+    a cold start, and patch points on both surfaces."""
+    w = pair_world(meshes, "rock", "box")
+    q = np.array([0.0, 0.0, 0.0, -0.0632673813422806, -0.008780991390014163, 0.09555847845684082,
+                  -0.9933723923299421, -0.05466892274483409, 0.1014478168851145, -0.13353682526625987,
+                  -0.27125665865313037, -0.04473793118976783, 0.5879361192213839, 0.7607558493788249])
+    kept = np.array([[[-0.0535233467817307, 0.031034873798489564, -0.1059029996395111],
+                      [-0.049999999999999996, -0.029999999999999992, 0.01999999999999999]],
+                     [[-0.0535233467817307, 0.031034873798489564, -0.1059029996395111],
+                      [-0.04999999999999999, -0.029999999999999995, -0.020000000000000004]]])
+    warm = CollisionDetector(w, margin=MARGIN, patch_tolerance=TOL)
+    cold = CollisionDetector(w, margin=MARGIN, patch_tolerance=TOL)
+    cold._pair_cache.slot[:] = -1
+    pc = warm._pair_cache
+    s = pc.slot[0, 1]
+    assert np.abs(kept[0, 0] - warm.shapes.cverts[2]).max() < 1e-16      # the rock's vertex 2, rounded
+    pc.local[s, :2], pc.verts[s, :2], pc.nsimplex[s] = kept, [[2, -1], [2, -1]], 2
+    c, cc = warm.detect(q), cold.detect(q)
+    assert warm.stats["library_pairs"] == 0 and cold.stats["library_pairs"] == 0
+    sep = c.distance.min()
+    assert abs(sep - cc.distance.min()) < 1e-10 and abs(sep) < 1e-10
+    assert abs(support_gap(warm, q, c.frame[0][:, 2]) - sep) < 1e-10
+    for p1, p2 in zip(c.point1(), c.point2()):
+        assert abs(on_surface(warm, q, 1, p1)) < 1e-6 + TOL and abs(on_surface(warm, q, 0, p2)) < 1e-6 + TOL
+    # EPA alone, from that simplex with the repeated point kept as a third row: its blow-up
+    # takes the two as one point (`gjk._distinct`) and finds the contact, not a flat difference
+    from collision import gjk
+    S = warm.shapes
+    gR, gp = warm.geometry_placements(q)
+    ws = gjk.gjk_work()
+    assert gjk.warm_simplex(0, 1, gR, gp, ws, kept[None], np.array([[[2, -1], [2, -1]]]), 0, 2) == 2
+    v = ws.lam[:2] @ ws.W[:2]                                     # the segment's point closest to the origin
+    gjk._support(0, 1, S.kind, S.size, gR, gp, S.cverts, S.hull, -v[0], -v[1], -v[2], ws, 2)
+    assert 0 < np.abs(ws.W[2] - ws.W[0]).max() < 1e-15          # the first point again, up to rounding
+    f = gjk.epa(0, 1, S.kind, S.size, gR, gp, S.cverts, S.hull, ws, 3)
+    assert f >= 0 and abs(ws.FD[f]) < 1e-10

@@ -387,11 +387,9 @@ def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA
     along the normal. Returns the patch size; 0 beyond the margin; -2 for a flat Minkowski
     difference (left to the library). gw: `gjk.GjkWork` scratch; pc: the `midphase.PairCache`
     whose row s (−1: none) keeps the pair's last GJK simplex and normal. GJK starts from the
-    kept simplex only between hulls and spheres (robot links): on a cylinder's smooth rim it
-    ends where rounding stops its progress, so that its start would move the normal by up to
-    1e-5 rad, and a hull touching a box's edge got a patch point 1.5 mm off the box from the
-    witness a kept simplex gave (a case of `test_gjk_pairs_against_coal_and_fcl`)."""
-    keep = s >= 0 and (gkind[a] == CONVEX or gkind[a] == SPHERE) and (gkind[b] == CONVEX or gkind[b] == SPHERE)
+    kept simplex except on cylinders: on a cylinder's smooth rim it ends where rounding stops
+    its progress, so that its start would move the normal by up to 1e-5 rad."""
+    keep = s >= 0 and gkind[a] != CYLINDER and gkind[b] != CYLINDER
     r = s if keep else 0
     sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.local, pc.verts, r,
                          pc.nsimplex[s] if keep else 0)

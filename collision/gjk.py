@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .hulls import hull_climb
-from .jitopts import _JIT, _NONRT, _NONRT_INLINE
+from .jitopts import _JIT, _NONRT
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, SPHERE
 
 GJK_ITERS = 64

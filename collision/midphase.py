@@ -10,7 +10,7 @@ import models.jitcache
 
 from . import hulls, support
 from .hulls import hull_climb
-from .jitopts import _NONRT, _NONRT_INLINE
+from .jitopts import _NONRT
 from .kinds import CONVEX
 from .support import support_height
 

@@ -12,7 +12,7 @@ import models.jitcache
 
 from . import hulls, workspace
 from .hulls import hull_climb, hull_flood, hull_patch_collapses
-from .jitopts import _NONRT, _NONRT_INLINE
+from .jitopts import _NONRT
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .workspace import _tangents
 

@@ -295,7 +295,6 @@ def test_hulls_in_face_contact_warm_and_cold_gjk_agree_with_the_gap(meshes):
         assert warm._pair_cache.nsimplex.max() > 0
 
 
-
 def test_gjk_from_a_kept_simplex_takes_its_repeated_point_as_one(meshes):
     """A recorded case (from `test_gjk_pairs_against_coal_and_fcl[rock-box]`): the rock touching
     the box (distance 6e-12 m) after a pose apart along the same normal, whose GJK ended on the

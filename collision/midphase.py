@@ -30,7 +30,8 @@ verts (P, 4, 2) int64, nsimplex (P,) int64: the pair's last GJK simplex, its fir
 rows (0: none), each a pair of core points (a's, b's) in their geometry frames and their hull
 vertices (−1: not a hull), where the next GJK starts (`gjk.warm_simplex`). The axis only
 proves separation (exact support heights) and the simplex only starts GJK, so the contacts
-do not depend on them beyond round-off, only the time."""
+do not depend on them beyond round-off, only the time; except a cylinder apart from its
+partner, where GJK stops short on the rim (`narrow.convex_pair`: normals within 1e-4 rad)."""
 
 
 @njit(**_NONRT)

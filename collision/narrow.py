@@ -387,13 +387,17 @@ def convex_pair(a, b, gkind, gsize, gR, gp, cverts, coff, hg, margin, tol, V, PA
     along the normal. Returns the patch size; 0 beyond the margin; -2 for a flat Minkowski
     difference (left to the library). gw: `gjk.GjkWork` scratch; pc: the `midphase.PairCache`
     whose row s (−1: none) keeps the pair's last GJK simplex and normal. GJK starts from the
-    kept simplex except on cylinders: on a cylinder's smooth rim it ends where rounding stops
-    its progress, so that its start would move the normal by up to 1e-5 rad."""
-    keep = s >= 0 and gkind[a] != CYLINDER and gkind[b] != CYLINDER
-    r = s if keep else 0
-    sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.local, pc.verts, r,
-                         pc.nsimplex[s] if keep else 0)
-    if keep:
+    kept simplex. On a cylinder's smooth rim GJK ends where rounding stops its progress, so a
+    pair apart ends a little differently from another start (G1 drops: normals within 5e-5
+    rad, separations within 1e-7 m, the kept start's the better one in 70% of such pairs); a
+    cylinder pair found overlapping from a kept simplex is solved again from scratch, as
+    EPA's depth and normal depend on the polytope it starts from (a slab's patch point 2e-5 m
+    off its face from a kept start)."""
+    ns = pc.nsimplex[s] if s >= 0 else 0
+    sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.local, pc.verts, max(s, 0), ns)
+    if ns > 0 and not sep > 0.0 and (gkind[a] == CYLINDER or gkind[b] == CYLINDER):
+        sep, n = gjk.gjk_epa(a, b, gkind, gsize, gR, gp, cverts, hg, gw, G, pc.local, pc.verts, 0, 0)
+    if s >= 0:
         gjk.keep_simplex(a, b, gR, gp, gw, n, pc.local, pc.verts, s)
         pc.nsimplex[s] = n
     if s >= 0 and not np.isnan(sep):     # the normal, and the hulls' last supports along ±n as the climbs' starts

@@ -184,7 +184,7 @@ def start_compile_ahead(scene, kwargs=None, dt=None):
     `scenes.SCENES`, scene arguments `kwargs` (picklable), time step `dt`, None: the
     scene's), or None if the cache is warm, no second core is free (`_core_free`), or the
     worker cannot be started. Stop it with `stop_compile_ahead` (it exits by itself once done)."""
-    if not _core_free() or not cache_is_cold():
+    if not cache_is_cold() or not _core_free():
         return None
     cmd = [sys.executable, "-m", "simstep.warmup", "ahead", pickle.dumps((scene, kwargs or {}, dt)).hex()]
     try:
@@ -195,14 +195,42 @@ def start_compile_ahead(scene, kwargs=None, dt=None):
 
 
 def _core_free():
-    """True if a second core is idle enough for the worker: two or more cores and a 1-minute
-    load average below cores − 1 (on a busy machine the worker only adds its duplicated work)."""
+    """True if a second core is idle enough for the worker (on a busy machine it only adds its
+    duplicated work): two or more cores, and fewer than cores − 1.5 of them busy now
+    (`_busy_cores`: one core for this process, one for the worker, half a core of slack), or
+    where that cannot be read, a 1-minute load average below cores − 1. The load average lags:
+    after `pip install` or another run it stays near 1 for a minute on an idle machine, which
+    kept the worker off and made the first start of the README's demo 142 s instead of 96 s."""
     cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    busy = _busy_cores()
+    if busy is not None:
+        return busy < cores - 1.5
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = 0.0
-    return cores >= 2 and load < cores - 1
+    return load < cores - 1
+
+
+def _busy_cores(window=0.3):
+    """How many cores the machine kept busy over the next `window` s (this process sleeps through
+    it): the non-idle share of all cores' time in /proc/stat's first line, times the core count;
+    None where /proc/stat cannot be read (not Linux)."""
+    def sample():
+        with open("/proc/stat") as f:
+            t = [int(x) for x in f.readline().split()[1:9]]    # user nice system idle iowait irq softirq steal
+        return sum(t), t[3] + t[4]
+    try:
+        total0, idle0 = sample()
+        time.sleep(window)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (os.cpu_count() or 1) * (1.0 - (idle1 - idle0) / (total1 - total0))
 
 
 def _child_env():

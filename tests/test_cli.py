@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -249,3 +250,29 @@ def test_wait_compile_ahead_for_the_build_then_ready():
     wait_compile_ahead(ended, timeout=20)
     ended.wait()
     ended.stdout.close()
+
+
+def test_worker_gate_reads_the_cores_busy_now(monkeypatch):
+    """The first-start worker starts when a second core is idle now (`simstep.warmup._core_free`):
+    /proc/stat over a short window, not the 1-minute load average, which stays near 1 for a minute
+    after `pip install` or another run on an idle machine. A process spinning on one core shows as
+    about one busy core; the gate's rule on 2 cores, and the load average where /proc/stat cannot
+    be read."""
+    from simstep import warmup as wu
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        busy = wu._busy_cores()
+    finally:
+        spin.kill()
+        spin.wait()
+    if busy is None:
+        pytest.skip("no /proc/stat on this system")
+    assert 0.8 <= busy <= (os.cpu_count() or 1) + 0.05
+    monkeypatch.setattr(wu.os, "cpu_count", lambda: 2)
+    for now, load, free in ((0.2, 1.5, True), (0.9, 0.1, False), (None, 0.5, True), (None, 1.2, False)):
+        monkeypatch.setattr(wu, "_busy_cores", lambda now=now: now)
+        monkeypatch.setattr(wu.os, "getloadavg", lambda load=load: (load, load, load))
+        assert wu._core_free() is free, (now, load)
+    monkeypatch.setattr(wu.os, "cpu_count", lambda: 1)
+    assert wu._core_free() is False

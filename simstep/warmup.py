@@ -200,7 +200,8 @@ def _core_free():
     (`_busy_cores`: one core for this process, one for the worker, half a core of slack), or
     where that cannot be read, a 1-minute load average below cores − 1. The load average lags:
     after `pip install` or another run it stays near 1 for a minute on an idle machine, which
-    kept the worker off and made the first start of the README's demo 142 s instead of 96 s."""
+    kept the worker off (`run humanoid` started right after another run: first step after 142 s
+    instead of 96 s)."""
     cores = os.cpu_count() or 1
     if cores < 2:
         return False

@@ -237,10 +237,10 @@ def _same_point(ws, i, j):
 
 
 @njit(**_NONRT)
-def _repeats(ws, n):
-    """Whether the new support point W[n] is one of the simplex's points W[:n]."""
+def _repeats(ws, n, j):
+    """Whether support point W[j] is one of the points W[:n] (`_same_point`)."""
     for i in range(n):
-        if _same_point(ws, i, n):
+        if _same_point(ws, i, j):
             return True
     return False
 
@@ -263,11 +263,7 @@ def _distinct(ws, n):
     normal, which would read as a flat Minkowski difference."""
     m = 0
     for i in range(n):
-        rep = False
-        for j in range(m):
-            if _same_point(ws, j, i):
-                rep = True
-        if not rep:
+        if not _repeats(ws, m, i):
             if m != i:
                 _move_row(ws, i, m)
             m += 1
@@ -356,7 +352,7 @@ def gjk(a, b, gkind, gsize, gR, gp, cverts, hg, ws, local, verts, r, ns):
         vw = v0 * ws.W[n, 0] + v1 * ws.W[n, 1] + v2 * ws.W[n, 2]
         if vv - vw <= 1e-12 * vv:       # no support point beyond the current closest point
             return n, vv
-        if _repeats(ws, n):
+        if _repeats(ws, n, n):      # the new point repeats one of the simplex's
             return n, vv
         n += 1
         if _closest_simplex(ws, n):

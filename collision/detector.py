@@ -31,6 +31,7 @@ from functools import cached_property
 import numpy as np
 
 from models import FREE
+from models.jitcache import entry_point
 from models.kinematics import fk_kernel, q_status_kernel
 
 from . import driver
@@ -64,6 +65,16 @@ class Contacts:
         self.frame = out_R[:k].copy()
         self.key = self._i[4]
         self.distance = self._s[0]
+
+    @classmethod
+    def of_arrays(cls, i, s, position, frame):
+        """Contacts over arrays of their own (no copies): i (5, k) int64 rows body1, body2,
+        geom1, geom2, key; s (4, k) rows distance, friction, restitution, compliance; position
+        (k, 3); frame (k, 3, 3) (`simstep.steady` copies them from the buffers itself)."""
+        c = cls.__new__(cls)
+        c._i, c._s, c.position, c.frame = i, s, position, frame
+        c.key, c.distance = i[4], s[0]
+        return c
 
     body1 = cached_property(lambda self: self._i[0])
     body2 = cached_property(lambda self: self._i[1])
@@ -146,6 +157,7 @@ class CollisionDetector:
         self._gR, self._gp = np.zeros((ng, 3, 3)), np.zeros((ng, 3))
         self._lo, self._hi = np.zeros((ng, 3)), np.zeros((ng, 3))
         self._state = None
+        self._entry = None         # (state, its kernel's entry point) of `run_placed`
         self._alloc_pairs(max(16, 4 * ng))
         self._alloc_out(max(64, 8 * ng))
         self.stats = dict(candidates=0, library_pairs=0, contacts=0)
@@ -308,13 +320,39 @@ class CollisionDetector:
                 continue
             return npairs, nlib, k
 
+    def run_placed(self, oR, op):
+        """`_run_kernel` on body placements oR (n, 3, 3), op (n, 3) of the detector's model as
+        float64 C arrays (a `models.Data`'s, e.g. the simulator's step), unchecked: the kernel
+        through its compiled entry point for the current state (`models.jitcache.entry_point`).
+        Returns (candidate pairs, library pairs, contacts) with the contacts in the buffers
+        (`contacts_of` makes them `Contacts`)."""
+        while True:
+            st = self._state or self._kernel_state()
+            e = self._entry
+            if e is not None and e[0] is st:
+                npairs, nlib, k = e[1](st, oR, op)
+            else:
+                npairs, nlib, k = self._kernel(st, oR, op)
+                self._entry = (st, entry_point(self._kernel, (st, oR, op)) or self._kernel)
+            if npairs > self._pairs.shape[0]:
+                self._alloc_pairs(2 * npairs)
+                continue
+            if k > self._out[0].shape[1]:
+                self._alloc_out(2 * k)
+                continue
+            return npairs, nlib, k
+
     def detect(self, q, placements=None):
         """Contacts (`Contacts`) of the world at configuration q (nq,).
 
         placements: the bodies' world placements at q, (oR (n, 3, 3), op (n, 3)), e.g.
         ``(data.oR, data.op)`` of a `models.Data` computed at q (the simulator's step): forward
         kinematics is then not run again, and q is not checked again."""
-        npairs, nlib, k = self._run_kernel(q, placements)
+        return self.contacts_of(*self._run_kernel(q, placements))
+
+    def contacts_of(self, npairs, nlib, k):
+        """The `Contacts` of a detection run (`_run_kernel`, `run_placed`) that returned these
+        counts: its buffers' contacts and the library's pairs solved after them."""
         if nlib:
             lib = self._pairs[self._lib[:nlib]]
             while True:

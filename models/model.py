@@ -351,8 +351,10 @@ class Model:
         return q
 
     def check_v(self, v, name="v"):
-        """v as a float array of shape (nv,), finite; ValueError otherwise."""
+        """v as a C-contiguous float array of shape (nv,), finite; ValueError otherwise."""
         v = _float_array(v, name)
+        if not v.flags.c_contiguous:     # the kernels' own layout (`simstep.steady` calls them untyped)
+            v = v.copy()
         if v.shape != (self.nv,):
             raise ValueError(f"{name} has shape {v.shape}, expected ({self.nv},)")
         if not all_finite(v):

@@ -479,14 +479,19 @@ class Simulator:
         stage for the error message. Each stage writes its time into the step's stats."""
         st = StepStats()
         t_start = time.perf_counter()
-        c = self._detect(st)                                        # 1-2 (kinematics: self.data)
-        tau_v = self._actuation(tau, st, phase)                     # 3: the step's torques
-        if self._steady is None or not self._steady.step(self, c, tau_v, st, phase):    # 3-7 in one call, or:
+        # 1-7 with 3-6 in one compiled call, or the contacts and torques it got to
+        rest = (None, None) if self._steady is None else self._steady.step(self, tau, st, phase)
+        if rest is not None:
+            c, tau_v = rest
+            if c is None:
+                c = self._detect(st)                                # 1-2 (kinematics: self.data)
+            if tau_v is None:
+                tau_v = self._actuation(tau, st, phase)             # 3: the step's torques
             v_free = self._free_velocity(tau_v, st, phase)          # 3
             problem = self._assemble(c, v_free, st, phase)          # 4
             lam, warm_lam, dv = self._solve(problem, v_free, st, phase)  # 5
             q_next, v_next, d_next = self._integrate(v_free, problem, lam, dv, st, phase)   # 6
-            self._commit(q_next, v_next, d_next, c, lam, warm_lam, tau_v, st)      # 7: nothing fails below
+            self._commit(q_next, v_next, d_next, c, lam, warm_lam, tau_v.copy(), st)   # 7: nothing fails below
         st.time_total = time.perf_counter() - t_start
         self.stats = st
         return st
@@ -602,8 +607,10 @@ class Simulator:
         st.time_integration = time.perf_counter() - t0
         return q_next, v_next, d_next
 
-    def _commit(self, q_next, v_next, d_next, c, lam, warm_lam, tau_v, st):
-        """The new state, contacts, warm start and sensors' inputs (nothing here can fail)."""
+    def _commit(self, q_next, v_next, d_next, c, lam, warm_lam, applied, st, max_pen=None):
+        """The new state, contacts, warm start and sensors' inputs (nothing here can fail):
+        applied the step's joint torques (nv,) as an array of its own (actuation arrays may be
+        reused), max_pen the contacts' deepest penetration if known (m)."""
         self._prev = (self.q, self.v)    # the step's start, for the IMU's finite difference (never mutated)
         self._data_next = self.data
         self.q, self.v, self.data = q_next, v_next, d_next
@@ -614,8 +621,8 @@ class Simulator:
             self._fext_applied = False
         self._contacts, self._step_contacts = None, (c, lam, self.dt)    # `contacts`, built when read
         self.assembler.commit(c, warm_lam)
-        self.applied_torque = tau_v.copy()      # a copy: actuation arrays may be reused (float: `_tau`)
-        st.max_penetration = max_penetration(c.distance)
+        self.applied_torque = applied
+        st.max_penetration = max_penetration(c.distance) if max_pen is None else max_pen
 
     # ------------------------------------------------------------------ run
     def run(self, steps=None, progress=False, record=False, viewer=None, callback=None, duration=None,

@@ -35,19 +35,23 @@ from numba.experimental import structref
 import models.data
 import solvers.admm
 import solvers.constraints
-from models.jitcache import drop_stale_cache, kernel_variant
+from collision.detector import Contacts
+from models.jitcache import drop_stale_cache, entry_point, kernel_variant
 from solvers.admm import admm_kernel
 from solvers.constraints import contact_points_kernel
 
-from . import integrator, problem
+from . import control, integrator, problem, results
+from .control import JointPD, pd_torque_kernel
 from .integrator import articulated_step_kernel, free_step_kernel, step_end_kernel
-from .problem import WARM_START_GATE, active_limits_kernel, same_pairs_kernel, step_vectors_kernel
+from .problem import WARM_START_GATE, active_limits_kernel, step_vectors_kernel
+from .results import max_penetration
 
 # the kernel compiles in the stages' kernels (their own modules guard their callees)
-drop_stale_cache(__file__, [integrator.__file__, problem.__file__, solvers.admm.__file__,
-                            solvers.constraints.__file__, models.data.__file__])
+drop_stale_cache(__file__, [control.__file__, integrator.__file__, problem.__file__, results.__file__,
+                            solvers.admm.__file__, solvers.constraints.__file__, models.data.__file__])
 
-OK, TAIL_CHANGED, STAGED = 0, 1, 2      # `steady_step_kernel`'s status
+OK, TAIL_CHANGED, STAGED, PAIRS_CHANGED = 0, 1, 2, 3      # `steady_step_kernel`'s status
+_NOT_STEADY = (None, None)      # `SteadyStep.step`: nothing done
 
 _CONST_FIELDS = ("jint", "jfloat", "armature", "gravity", "kind", "inertia", "inertia_inv", "mass", "com", "all_free",
                  "lim_q", "lim_dof", "lim_val", "lim_sgn", "gap", "active", "limits", "h", "margin",
@@ -88,7 +92,9 @@ def _new_constants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, 
 class SteadyOut(NamedTuple):
     """`steady_step_kernel`'s result: status (OK, or why the staged path must run), the solve's
     `solvers.admm.KernelOut` fields that the step reports, λ (m,) N·s, the next warm start
-    (m,), q⁺ (nq,) and v⁺ (nv,)."""
+    (m,), q⁺ (nq,), v⁺ (nv,), the contacts' arrays (`collision.Contacts.of_arrays`) and their
+    deepest penetration (m). The kernel returns its fields as a plain tuple (numba boxes a
+    named tuple by looking up its class at every call: 2 µs), `SteadyOut._make` names them."""
     status: int
     iterations: int
     converged: bool
@@ -105,30 +111,63 @@ class SteadyOut(NamedTuple):
     warm_next: np.ndarray
     q_next: np.ndarray
     v_next: np.ndarray
+    contact_i: np.ndarray
+    contact_s: np.ndarray
+    position: np.ndarray
+    frame: np.ndarray
+    max_penetration: float
+
+
+class JointGains(NamedTuple):
+    """A `control.JointPD`'s arrays for `control.pd_torque_kernel`, which the steady kernel
+    evaluates itself when such a PD is a simulator's whole actuation: gains kp (N·m/rad or
+    N/m), kd, the targets q* and v* at the step's time, the torque limits (N·m or N) and the
+    joints' q and v indices (j,)."""
+    kp: np.ndarray
+    kd: np.ndarray
+    target: np.ndarray
+    v_target: np.ndarray
+    limit: np.ndarray
+    iq: np.ndarray
+    iv: np.ndarray
+
+
+_NO_GAINS = JointGains(*(np.zeros(0) for _ in range(5)), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 @njit(cache=True)
 def _staged(status):
     e = np.empty(0)
-    return SteadyOut(status, 0, False, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0, 0.0, 0, e, e, e, e)
+    return (status, 0, False, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0, 0.0, 0, e, e, e, e, np.empty((5, 0), np.int64),
+            np.empty((4, 0)), np.empty((0, 3)), np.empty((0, 3, 3)), 0.0)
 
 
 @njit(cache=True)
-def steady_step_kernel(cst, d, d_next, state, q, v, tau, fext, keys, position, frame, distance, cb_f,
+def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i, out_p, out_R, out_s, set_keys, cb_f,
                        tail_active, warm_keys, warm_pos, warm_frame, warm_lam, carry, kind, start, size, param, prm,
                        v_sum, refactor):
     """Stages 3–6 of a steady step (module docstring) at state (q (nq,), v (nv,)) with joint
-    torques tau (nv,) N·m or N and external wrenches fext (n, 6): d, d_next the `models.Data`
-    states at q and for q⁺; state the set's `solvers.opstate.OperatorState` at d (refreshed:
-    its factors marked stale); keys (k,), position (k, 3), frame (k, 3, 3), distance (k,) m
-    the step's contacts, from the set's geometry pairs in the set's order; cb_f the set's
-    contact data (rewritten); tail_active (n_l,) the tail's active limit rows; warm_keys,
-    warm_pos, warm_frame, warm_lam the last step's contacts and impulses; carry: the tail's
-    rows are the last step's (`ProblemAssembler.carries_tail`); kind … param the set's
-    cones; prm the ADMM's (1,) `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last
-    factorisation succeeded. Returns a `SteadyOut`; status OK only if every stage ran.
+    torques tau (nv,) N·m or N (pd: written here from the `JointGains` gains first) and external
+    wrenches fext (n, 6): d, d_next the `models.Data` states at q and for q⁺; state the set's
+    `solvers.opstate.OperatorState` at d (refreshed: its factors marked stale); out_i (5, K),
+    out_p (K, 3), out_R (K, 3, 3), out_s (4, K) the detector's buffers, whose first k =
+    len(set_keys) contacts (`collision.Contacts`' fields) must come from the geometry pairs of
+    the set's keys set_keys (k,) in the same order; cb_f the set's contact data (rewritten);
+    tail_active (n_l,) the tail's active limit rows; warm_keys, warm_pos, warm_frame, warm_lam
+    the last step's contacts and impulses; carry: the tail's rows are the last step's
+    (`ProblemAssembler.carries_tail`); kind … param the set's cones; prm the ADMM's (1,)
+    `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last factorisation succeeded.
+    Returns the fields of a `SteadyOut` (a plain tuple); status OK only if every stage ran.
     `steady_articulated_kernel` is the same with `articulated_step_kernel` as its free step."""
-    nv, k = v.shape[0], keys.shape[0]
+    nv, k = v.shape[0], set_keys.shape[0]
+    for i in range(k):
+        if out_i[4, i] // 4 != set_keys[i] // 4:
+            return _staged(PAIRS_CHANGED)
+    c_i, c_s = out_i[:, :k].copy(), out_s[:, :k].copy()       # `collision.Contacts`' own arrays
+    position, frame = out_p[:k].copy(), out_R[:k].copy()
+    keys, distance = c_i[4], c_s[0]
+    if pd:
+        pd_torque_kernel(gains.kp, gains.kd, gains.target, gains.v_target, gains.limit, gains.iq, gains.iv, q, v, tau)
     # 3: the free velocity
     vf = np.empty(nv)
     free_step_kernel(cst.jint, cst.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d.pA, cst.kind, cst.inertia,
@@ -168,9 +207,9 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, fext, keys, position, f
     if step_end_kernel(cst.jint, cst.jfloat, cst.armature, q, vf, dv, lam, cst.h, q_next, v_sum, v_next, d_next,
                        refactor) != 0:
         return _staged(STAGED)
-    return SteadyOut(OK, r.iterations, r.converged, r.primal_residual, r.dual_residual, r.velocity_residual,
-                     r.complementarity, r.rho, r.warm_started, r.polish_solves, r.eigenvalue_used, r.newton_steps, lam,
-                     warm if r.polished and hit else lam, q_next, v_next)
+    return (OK, r.iterations, r.converged, r.primal_residual, r.dual_residual, r.velocity_residual, r.complementarity,
+            r.rho, r.warm_started, r.polish_solves, r.eigenvalue_used, r.newton_steps, lam,
+            warm if r.polished and hit else lam, q_next, v_next, c_i, c_s, position, frame, max_penetration(distance))
 
 
 # robots on a free base (`integrator.body_kinds`: no childless free body): the free step without
@@ -186,6 +225,7 @@ class SteadyStep:
 
     def __init__(self):
         self._cst, self._key = None, None
+        self._entry, self._qv = None, (None, None)     # `_dispatch`'s entry point; the last step's q⁺, v⁺
 
     def __getstate__(self):
         """Picklable (snapshots, rollout workers): the `StepConstants` handle is rebuilt on use."""
@@ -218,23 +258,48 @@ class SteadyStep:
             self._key = key
         return self._cst
 
-    def step(self, sim, c, tau_v, st, phase):
-        """Stages 3–7 of sim's step for the detected contacts c and joint torques tau_v (nv,),
-        stats into st."""
+    def step(self, sim, tau, st, phase):
+        """Stages 1–7 of sim's step with joint torques tau (nv,) or None (the actuation), stats
+        into st: the detection, then stages 3–6 in one compiled call when the contacts come from
+        the last step's set. Returns None when the step is done, else (contacts, joint torques)
+        as far as it got (None where not computed) for the staged path, having changed nothing
+        else it reads."""
         a, admm = sim.assembler, sim.admm
-        k = len(c)
-        if not k or not a.sets or not admm.settings.warm_start:
-            return False
+        sets = a.sets
+        if not sets or not admm.settings.warm_start:
+            return _NOT_STEADY
         tail = a.tail
-        tail_cs, set_keys, cs, cones = a.sets[0]
+        tail_cs, set_keys, cs, cones = sets[0]
         ops, m = a.ops, cones.m
+        if tail_cs is not tail[1] or not ops or ops[0].cs is not cs:
+            return _NOT_STEADY
         L = a.cached_eigenvalue(cs, m)
-        if tail_cs is not tail[1] or not ops or ops[0].cs is not cs or L is None \
-                or not same_pairs_kernel(set_keys, c.key):
-            return False
+        if L is None:
+            return _NOT_STEADY
+        # 1-2: the contacts, left in the detector's buffers
         t0 = time.perf_counter()
+        det, d = sim.detector, sim.data
+        counts = det.run_placed(d.oR, d.op)
+        k = counts[2]
+        if counts[1] or k != set_keys.shape[0] or not k:
+            c = det.contacts_of(*counts)
+            st.time_collision = time.perf_counter() - t0
+            return c, None
+        t1 = time.perf_counter()
+        st.time_collision = t1 - t0
+        # 3: the joint torques, by the kernel for a `JointPD` that is the whole actuation
+        act = sim.actuation
+        pd = tau is None and type(act) is JointPD and sim._pd is None and not sim._damped
+        if pd:
+            phase[0] = "the actuation"
+            gains = JointGains(act.kp, act.kd, act.target(sim.t), act.v_target, act.limit, act.iq, act.iv)
+            tau_v = np.empty(sim.model.nv)
+        else:
+            gains = _NO_GAINS
+            tau_v = sim._actuation(tau, st, phase)
+            t1 = time.perf_counter()
         phase[0] = "the steady step (stages 3-6 in one call)"
-        op = ops[0].refresh(sim.data)
+        op = ops[0].refresh(d)
         state = op.compiled_state()
         w = a.warm
         carry = a.carries_tail(m - 3 * k)
@@ -242,21 +307,43 @@ class SteadyStep:
         rho_min = admm.settings.mu_prox
         prm = admm.params_for(L, m, rho_min)
         d_next = sim._data_next
-        kernel = steady_articulated_kernel if sim._free_step is articulated_step_kernel else steady_step_kernel
-        r = kernel(self._constants(sim), sim.data.state, d_next.state, state, sim.q, sim.v, tau_v, sim._fext, c.key,
-                   c.position, c.frame, c.distance, cs.cb_f, tail[3], w.keys, w.position, w.frame, w.lam, carry,
-                   *cones.arrays(), prm, sim._v_sum, d_next._factored)
+        q, v = sim.q, sim.v
+        out_i, out_p, out_R, out_s = det._out
+        args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, sim._fext, out_i, out_p,
+                out_R, out_s, set_keys, cs.cb_f, tail[3], w.keys, w.position, w.frame, w.lam, carry, *cones.arrays(),
+                prm, sim._v_sum, d_next._factored)
+        entry = self._entry
+        if entry is not None and entry[2] is not None and entry[0] is cs and entry[1] is op and q is self._qv[0] \
+                and v is self._qv[1]:
+            r = SteadyOut._make(entry[2](*args))
+        else:
+            r = SteadyOut._make(self._dispatch(sim, cs, op, args))
         if r.status != OK:
-            return False
+            return det.contacts_of(*counts), None if pd else tau_v
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
+        c = Contacts.of_arrays(r.contact_i, r.contact_s, r.position, r.frame)
         c0 = cs.constraints[0]
-        c0.position, c0.frame = c.position, c.frame
+        c0.position, c0.frame = r.position, r.frame
         a.op = op
         admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, L, m, rho_min)
         st.ncontacts, st.nrows = k, m
         st.record_solve(r)
         d_next._computed(r.q_next, True)
-        st.time_solver = time.perf_counter() - t0
+        st.time_solver = time.perf_counter() - t1
         st.steady = True
-        sim._commit(r.q_next, r.v_next, d_next, c, r.lam, r.warm_next, tau_v, st)
-        return True
+        sim._commit(r.q_next, r.v_next, d_next, c, r.lam, r.warm_next, tau_v if pd else tau_v.copy(), st,
+                    r.max_penetration)
+        self._qv = (r.q_next, r.v_next)
+        return None
+
+    def _dispatch(self, sim, cs, op, args):
+        """The kernel called through numba's dispatcher, which types each argument, and its
+        compiled entry point kept (`models.jitcache.entry_point`) for the next steps on the same
+        set cs and operator op: their arrays' types are fixed, as are those of the detector's
+        buffers, the warm start and the settings; the state q, v must be the last steady step's
+        (set_state or an assignment may bring other layouts), and the joint torques are
+        C-contiguous float64 (`models.Model.check_v`, the actuation's own arrays)."""
+        kernel = steady_articulated_kernel if sim._free_step is articulated_step_kernel else steady_step_kernel
+        r = kernel(*args)
+        self._entry = (cs, op, entry_point(kernel, args))
+        return r

@@ -124,3 +124,23 @@ def test_cache_entries_of_the_earlier_dependency_format_are_misses():
         codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), jitcache._DEPS_FORMAT - 1)))
     with pytest.raises(jitcache._StaleDependency):      # without the list of its own kernels
         codegen.CPUCodeLibrary._unserialize(None, ("k", "object", (b"", b"", (), jitcache._DEPS_FORMAT)))
+
+
+def test_entry_point_runs_the_specialisation_the_dispatcher_ran():
+    """`entry_point` after a call through the dispatcher: the same machine code, called without
+    typing the arguments; with two specialisations, the one of the arguments' types."""
+    from models.jitcache import entry_point
+
+    @njit
+    def f(x, out):
+        out[0] = x[0] * 2 + x.shape[0]
+        return x[-1] + 1
+
+    a, b, out = np.arange(3.0), np.arange(4), np.zeros(1)
+    assert f(a, out) == 3.0
+    ea = entry_point(f, (a, out))
+    assert ea is not None and ea(a, out) == 3.0 and out[0] == 3.0
+    f(b, out)                          # a second specialisation (int64)
+    eb, ea2 = entry_point(f, (b, out)), entry_point(f, (a, out))
+    assert eb is not ea2 and ea2 is ea
+    assert eb(b, out) == 4 and out[0] == 4.0

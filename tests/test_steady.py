@@ -38,6 +38,32 @@ def spinning_boxes():
     return b.build()
 
 
+def go2_trotting():
+    """Go2 on its joint PD with targets that move every step (`JointPD.q_ref_fn`, a trot in
+    place): the steady kernel evaluates the PD itself."""
+    w = scenes.quadruped("go2")
+    pd = w.actuation
+    base = pd.q_target.copy()
+    lift = np.array([0.3 if "thigh" in j else (-0.6 if "calf" in j else 0.0) for j in pd.joints])
+    phase = np.array([0.0 if j.split("/", 1)[1][:2] in ("FL", "RR") else 0.5 for j in pd.joints])
+    pd.q_ref_fn = lambda t: base + lift * np.maximum(np.sin(2 * np.pi * (t / 0.4 - phase)), 0.0)
+    return w
+
+
+def go2_called():
+    """Go2 under an actuation callable that returns its PD's torques, every third step as a
+    strided view: the steady kernel takes them as given (a C-contiguous copy,
+    `models.Model.check_v`; its compiled entry point reads C arrays)."""
+    w = scenes.quadruped("go2")
+    pd = w.actuation
+
+    def torques(sim):
+        tau = pd(sim)
+        return tau if sim.steps % 3 else np.repeat(tau, 2)[::2]
+    w.actuation = torques
+    return w
+
+
 def record(sim, steps, force=None):
     """Per step: q, v, the contacts' impulses and the solver's numbers; and how many steps were
     steady. force: (body, wrench) applied before every step."""
@@ -64,9 +90,11 @@ def assert_same_steps(a, b):
 
 @pytest.mark.parametrize("make, steps, force", [
     (lambda: scenes.quadruped("go2"), 800, None),
+    (go2_trotting, 800, None),
+    (go2_called, 500, None),
     (spinning_boxes, 800, ("a", (0.0, 3.0, 0.0), (0.2, 0.0, 0.05))),
     (g1_dropped, 900, None),
-], ids=["go2_standing", "spinning_boxes_pushed", "g1_falling"])
+], ids=["go2_standing", "go2_trotting", "go2_actuation_callable", "spinning_boxes_pushed", "g1_falling"])
 def test_steady_steps_equal_the_staged_steps(make, steps, force):
     world = make()
     staged, n0 = record(simstep.Simulator(world, steady_steps=False), steps, force)

@@ -284,8 +284,8 @@ class CollisionDetector:
 
     # ------------------------------------------------------------------ queries
     def _placements(self, q, placements):
-        """Body placements (oR (n, 3, 3), op (n, 3)) at q: the caller's (the step's kinematics,
-        `models.Data.oR`/`.op` at q), or forward kinematics here after the model's check of q
+        """Body placements (oR (n, 3, 3), op (n, 3)) at q as float64 C arrays: the caller's (the
+        step's kinematics, `models.Data.oR`/`.op` at q), or forward kinematics here after the model's check of q
         (finite; unit free-joint and spherical quaternions, unit planar (cos, sin); as
         `models.Model.check_q`, whose message a rejected q gets)."""
         model = self.model
@@ -294,7 +294,7 @@ class CollisionDetector:
             if oR.shape != self._oR.shape or op.shape != self._op.shape:
                 raise CollisionError(f"placements must be (oR {self._oR.shape}, op {self._op.shape}) arrays of the "
                                      f"bodies at q, got {oR.shape} and {op.shape}")
-            return oR, op
+            return np.ascontiguousarray(oR, dtype=float), np.ascontiguousarray(op, dtype=float)
         q = np.asarray(q, dtype=float)
         if q.shape != (model.nq,):
             raise CollisionError(f"q has shape {q.shape}, expected ({model.nq},)")
@@ -308,24 +308,15 @@ class CollisionDetector:
         return self._oR, self._op
 
     def _run_kernel(self, q, placements=None):
-        oR, op = self._placements(q, placements)
-        while True:
-            st = self._state or self._kernel_state()
-            npairs, nlib, k = self._kernel(st, oR, op)
-            if npairs > self._pairs.shape[0]:
-                self._alloc_pairs(2 * npairs)
-                continue
-            if k > self._out[0].shape[1]:
-                self._alloc_out(2 * k)
-                continue
-            return npairs, nlib, k
+        return self.run_placed(*self._placements(q, placements))
 
     def run_placed(self, oR, op):
-        """`_run_kernel` on body placements oR (n, 3, 3), op (n, 3) of the detector's model as
-        float64 C arrays (a `models.Data`'s, e.g. the simulator's step), unchecked: the kernel
-        through its compiled entry point for the current state (`models.jitcache.entry_point`).
-        Returns (candidate pairs, library pairs, contacts) with the contacts in the buffers
-        (`contacts_of` makes them `Contacts`)."""
+        """The detection kernel on body placements oR (n, 3, 3), op (n, 3) of the detector's
+        model as float64 C arrays (`_placements`', or a `models.Data`'s: the simulator's step),
+        unchecked, through its compiled entry point for the current state
+        (`models.jitcache.entry_point`); the buffers grown and the kernel called again while
+        they are too small. Returns (candidate pairs, library pairs, contacts) with the
+        contacts in the buffers (`contacts_of` makes them `Contacts`)."""
         while True:
             st = self._state or self._kernel_state()
             e = self._entry

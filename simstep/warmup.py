@@ -196,42 +196,62 @@ def start_compile_ahead(scene, kwargs=None, dt=None):
 
 def _core_free():
     """True if a second core is idle enough for the worker (on a busy machine it only adds its
-    duplicated work): two or more cores, and fewer than cores − 1.5 of them busy now
-    (`_busy_cores`: one core for this process, one for the worker, half a core of slack), or
-    where that cannot be read, a 1-minute load average below cores − 1. The load average lags:
-    after `pip install` or another run it stays near 1 for a minute on an idle machine, which
-    kept the worker off (`run humanoid` started right after another run: first step after 142 s
-    instead of 96 s)."""
-    cores = os.cpu_count() or 1
-    if cores < 2:
+    duplicated work): two or more cores this process may run on (`_cores`: its CPU affinity, as
+    under taskset or a container's cpuset; the worker inherits it), and fewer than cores − 1.5
+    of them busy now (`_busy_cores`: one core for this process, one for the worker, half a core
+    of slack), or where that cannot be read, a 1-minute load average below cores − 1. The load
+    average lags: after `pip install` or another run it stays near 1 for a minute on an idle
+    machine, which kept the worker off (`run humanoid` started right after another run: first
+    step after 142 s instead of 96 s)."""
+    cpus = _cores()
+    if len(cpus) < 2:
         return False
-    busy = _busy_cores()
+    busy = _busy_cores(cpus)
     if busy is not None:
-        return busy < cores - 1.5
+        return busy < len(cpus) - 1.5
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = 0.0
-    return load < cores - 1
+    return load < len(cpus) - 1
 
 
-def _busy_cores(window=0.3):
-    """How many cores the machine kept busy over the next `window` s (this process sleeps through
-    it): the non-idle share of all cores' time in /proc/stat's first line, times the core count;
-    None where /proc/stat cannot be read (not Linux)."""
-    def sample():
-        with open("/proc/stat") as f:
-            t = [int(x) for x in f.readline().split()[1:9]]    # user nice system idle iowait irq softirq steal
-        return sum(t), t[3] + t[4]
+def _cores():
+    """The cores (numbers) this process may run on: its CPU affinity, else all of them."""
     try:
-        total0, idle0 = sample()
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+def _busy_cores(cpus=None, window=0.3):
+    """How many of the cores `cpus` (default: `_cores`) the machine kept busy over the next
+    `window` s (this process sleeps through it): the sum of their non-idle shares of time in
+    /proc/stat's per-core lines; None where /proc/stat cannot be read (not Linux)."""
+    cpus = set(_cores() if cpus is None else cpus)
+
+    def sample():
+        out = {}
+        with open("/proc/stat") as f:
+            for line in f:
+                name, _, rest = line.partition(" ")
+                if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+                    t = [int(x) for x in rest.split()[:8]]    # user nice system idle iowait irq softirq steal
+                    out[name] = (sum(t), t[3] + t[4])
+        return out
+    try:
+        s0 = sample()
         time.sleep(window)
-        total1, idle1 = sample()
+        s1 = sample()
     except (OSError, ValueError, IndexError):
         return None
-    if total1 <= total0:
-        return None
-    return (os.cpu_count() or 1) * (1.0 - (idle1 - idle0) / (total1 - total0))
+    busy, seen = 0.0, 0
+    for name, (total0, idle0) in s0.items():
+        total1, idle1 = s1.get(name, (total0, idle0))
+        if total1 > total0:
+            busy += 1.0 - (idle1 - idle0) / (total1 - total0)
+            seen += 1
+    return busy if seen else None
 
 
 def _child_env():

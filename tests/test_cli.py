@@ -256,23 +256,30 @@ def test_worker_gate_reads_the_cores_busy_now(monkeypatch):
     """The first-start worker starts when a second core is idle now (`simstep.warmup._core_free`):
     /proc/stat over a short window, not the 1-minute load average, which stays near 1 for a minute
     after `pip install` or another run on an idle machine. A process spinning on one core shows as
-    about one busy core; the gate's rule on 2 cores, and the load average where /proc/stat cannot
-    be read."""
+    about one busy core, and its own core (its affinity set to it) as busy; the gate's rule on 2
+    cores, the load average where /proc/stat cannot be read, and no worker for a process
+    confined to one core (taskset; the worker would share it)."""
     from simstep import warmup as wu
+    cpus = wu._cores()
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.3)
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(spin.pid, {cpus[0]})
+            time.sleep(0.1)
         busy = wu._busy_cores()
+        here = wu._busy_cores([cpus[0]])
     finally:
         spin.kill()
         spin.wait()
     if busy is None:
         pytest.skip("no /proc/stat on this system")
-    assert 0.8 <= busy <= (os.cpu_count() or 1) + 0.05
-    monkeypatch.setattr(wu.os, "cpu_count", lambda: 2)
+    assert 0.8 <= busy <= len(cpus) + 0.05
+    assert here >= 0.8 or not hasattr(os, "sched_setaffinity"), here
+    monkeypatch.setattr(wu, "_cores", lambda: [0, 1])
     for now, load, free in ((0.2, 1.5, True), (0.9, 0.1, False), (None, 0.5, True), (None, 1.2, False)):
-        monkeypatch.setattr(wu, "_busy_cores", lambda now=now: now)
+        monkeypatch.setattr(wu, "_busy_cores", lambda cpus=None, now=now: now)
         monkeypatch.setattr(wu.os, "getloadavg", lambda load=load: (load, load, load))
         assert wu._core_free() is free, (now, load)
-    monkeypatch.setattr(wu.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(wu, "_cores", lambda: [0])
     assert wu._core_free() is False

@@ -93,16 +93,19 @@ class JointPD:
         return q
 
     def target(self, t):
-        """q* (njoints,) at time t (s): the fixed targets, or q_ref_fn(t) checked (shape, finite)."""
+        """q* (njoints,) at time t (s) as a C-contiguous float array: the fixed targets, or
+        q_ref_fn(t) checked (shape, finite)."""
         if self.q_ref_fn is None:
-            return self.q_target
-        target = np.asarray(self.q_ref_fn(t), float)
-        if target.shape != self.q_target.shape:
-            raise ValueError(f"q_ref_fn(t) must return {self.q_target.size} targets (one per PD joint), "
-                             f"got shape {target.shape}")
-        if not all_finite(target):
-            raise ValueError(f"q_ref_fn({t:g}) returned non-finite targets: {target}")
-        return target
+            target = self.q_target
+        else:
+            target = np.asarray(self.q_ref_fn(t), float)
+            if target.shape != self.q_target.shape:
+                raise ValueError(f"q_ref_fn(t) must return {self.q_target.size} targets (one per PD joint), "
+                                 f"got shape {target.shape}")
+            if not all_finite(target):
+                raise ValueError(f"q_ref_fn({t:g}) returned non-finite targets: {target}")
+        # `simstep.steady` passes it to a compiled entry point typed for C arrays
+        return target if target.flags.c_contiguous else np.ascontiguousarray(target)
 
     def torque(self, t, q, v):
         """τ (nv,) at time t (s) and state (q, v): finite for a finite state (gains, targets and

@@ -226,6 +226,7 @@ class SteadyStep:
     def __init__(self):
         self._cst, self._key = None, None
         self._entry, self._qv = None, (None, None)     # `_dispatch`'s entry point; the last step's q⁺, v⁺
+        self._gains = None                              # the last step's `JointGains`
 
     def __getstate__(self):
         """Picklable (snapshots, rollout workers): the `StepConstants` handle is rebuilt on use."""
@@ -256,6 +257,7 @@ class SteadyStep:
                 float(sim.max_depenetration_velocity), float(sim.restitution_threshold), WARM_START_GATE,
                 a._extra_rows)
             self._key = key
+            self._entry = None       # the kernel is typed anew for the new constants
         return self._cst
 
     def step(self, sim, tau, st, phase):
@@ -293,9 +295,14 @@ class SteadyStep:
         if pd:
             phase[0] = "the actuation"
             gains = JointGains(act.kp, act.kd, act.target(sim.t), act.v_target, act.limit, act.iq, act.iv)
+            g = self._gains
+            if g is None or gains.kp is not g.kp or gains.kd is not g.kd or gains.v_target is not g.v_target \
+                    or gains.limit is not g.limit or gains.iq is not g.iq or gains.iv is not g.iv:
+                self._entry = None       # a PD array replaced: its type may differ from the entry point's
+            self._gains = gains
             tau_v = np.empty(sim.model.nv)
         else:
-            gains = _NO_GAINS
+            gains, self._gains = _NO_GAINS, None
             tau_v = sim._actuation(tau, st, phase)
             t1 = time.perf_counter()
         phase[0] = "the steady step (stages 3-6 in one call)"

@@ -40,13 +40,18 @@ def spinning_boxes():
 
 def go2_trotting():
     """Go2 on its joint PD with targets that move every step (`JointPD.q_ref_fn`, a trot in
-    place): the steady kernel evaluates the PD itself."""
+    place), every third step given as a strided view: the steady kernel evaluates the PD
+    itself (on a C-contiguous copy, `JointPD.target`)."""
     w = scenes.quadruped("go2")
     pd = w.actuation
     base = pd.q_target.copy()
     lift = np.array([0.3 if "thigh" in j else (-0.6 if "calf" in j else 0.0) for j in pd.joints])
     phase = np.array([0.0 if j.split("/", 1)[1][:2] in ("FL", "RR") else 0.5 for j in pd.joints])
-    pd.q_ref_fn = lambda t: base + lift * np.maximum(np.sin(2 * np.pi * (t / 0.4 - phase)), 0.0)
+
+    def trot(t):
+        q = base + lift * np.maximum(np.sin(2 * np.pi * (t / 0.4 - phase)), 0.0)
+        return q if round(t * 1000) % 3 else np.repeat(q, 2)[::2]
+    pd.q_ref_fn = trot
     return w
 
 
@@ -117,6 +122,26 @@ def test_settings_changed_between_steps_reach_the_steady_step():
         last, l = record(sim, 300)
         out.append((rows + more + last, n + m + l))
     assert out[0][1] == 0 and out[1][1] > 800
+    assert_same_steps(out[0][0], out[1][0])
+
+
+def test_pd_gains_replaced_between_steps_reach_the_steady_step():
+    """A `JointPD`'s gains replaced mid-run by other values, then by a strided view of the same
+    values (the contact set stays), then the velocities by a strided view of themselves: the same steps
+    as the staged path (the steady kernel is typed anew for replaced arrays)."""
+    out = []
+    for steady in (False, True):
+        sim = simstep.Simulator(scenes.quadruped("go2"), steady_steps=steady)
+        pd = sim.actuation
+        rows, n = record(sim, 200)
+        pd.kp = pd.kp * np.linspace(0.9, 1.1, pd.kp.size)
+        more, m = record(sim, 200)
+        pd.kp = np.repeat(pd.kp, 2)[::2]
+        last, l = record(sim, 200)
+        sim.v = np.repeat(sim.v, 2)[::2]        # the same velocities, strided
+        end, e = record(sim, 100)
+        out.append((rows + more + last + end, (n, m, l, e)))
+    assert out[0][1] == (0, 0, 0, 0) and min(out[1][1]) > 90
     assert_same_steps(out[0][0], out[1][0])
 
 

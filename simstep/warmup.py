@@ -15,9 +15,9 @@ cache is not a compilation).
 compiles in one thread per process, and its on-disk cache is shared, so a worker process
 compiles the contact solver while the calling process compiles collision detection and then
 the rest of the step; each loads the other's kernels from the cache instead of compiling them.
-The worker steps the same scene with `CollisionDetector.detect` replaced by synthetic contacts
-(`_synthetic_contacts`), so it calls the same kernels with the same argument types as a real
-step and never compiles the narrow phase. The caller first waits for the worker's build
+The worker steps the same scene with the detector's detection (`CollisionDetector.run_placed`)
+replaced by synthetic contacts (`synthetic_collision`), so it calls the same kernels with the
+same argument types as a real step and never compiles the narrow phase. The caller first waits for the worker's build
 (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
 once instead of in both processes at the same time), then builds the scene itself, compiling
 collision, while the worker builds one synthetic contact problem and solves it
@@ -336,35 +336,44 @@ def synthetic_pairs(detector, self_contact=False):
     return pairs + ([(g, int(other[0]))] if other.size else [])
 
 
-def _synthetic_contacts(detector, pairs):
-    """`collision.Contacts` of the array types of a real detection, without running one: one
-    contact 0.1 mm deep per geometry pair (g1, g2 or −1 for the world) of `synthetic_pairs`."""
-    from collision.detector import Contacts
+def _synthetic_fill(detector, pairs):
+    """One contact 0.1 mm deep per geometry pair (g1, g2 or −1 for the world) of
+    `synthetic_pairs`, written into `detector`'s output buffers as a real detection writes
+    them (without running one). Returns their number."""
     import numpy as np
     body = np.asarray(detector.shapes.body)
-    k = len(pairs)
-    out_i = np.zeros((5, k), dtype=np.int64)
-    out_s = np.zeros((4, k))
+    out_i, out_p, out_R, out_s = detector._out
     for j, (g1, g2) in enumerate(pairs):
         out_i[:, j] = (body[g1], body[g2] if g2 >= 0 else -1, g1, max(g2, 0), 4 * g1 + j)
         out_s[:, j] = (-1e-4, 0.5, 0.0, 0.0)      # distance (m), friction, restitution, compliance
-    out_p = np.zeros((k, 3))
-    out_R = np.tile(np.eye(3), (k, 1, 1))
-    return Contacts(out_i, out_p, out_R, out_s, k)
+        out_p[j] = 0.0
+        out_R[j] = np.eye(3)
+    return len(pairs)
+
+
+def _synthetic_contacts(detector, pairs):
+    """`collision.Contacts` of `_synthetic_fill`: the array types of a real detection."""
+    k = _synthetic_fill(detector, pairs)
+    return detector.contacts_of(k, 0, k)
 
 
 @contextlib.contextmanager
 def synthetic_collision(self_contact=False):
-    """Within: every `CollisionDetector.detect` returns `_synthetic_contacts` of its
-    `synthetic_pairs(detector, self_contact)` (restored after)."""
+    """Within: every detection of a `CollisionDetector` (`run_placed`, which `detect` and the
+    steady step call) gives `_synthetic_fill`'s contacts of its `synthetic_pairs(detector,
+    self_contact)` (restored after)."""
     from collision.detector import CollisionDetector
-    real = CollisionDetector.detect
-    CollisionDetector.detect = lambda self, q, **kw: _synthetic_contacts(
-        self, synthetic_pairs(self, self_contact) or synthetic_pairs(self))
+    real = CollisionDetector.run_placed, CollisionDetector.detect
+
+    def run_placed(self, oR, op):
+        k = _synthetic_fill(self, synthetic_pairs(self, self_contact) or synthetic_pairs(self))
+        return k, 0, k
+    CollisionDetector.run_placed = run_placed
+    CollisionDetector.detect = lambda self, q, **kw: self.contacts_of(*self.run_placed(None, None))
     try:
         yield
     finally:
-        CollisionDetector.detect = real
+        CollisionDetector.run_placed, CollisionDetector.detect = real
 
 
 @contextlib.contextmanager

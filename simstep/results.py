@@ -45,6 +45,7 @@ class StepStats:
     projection_residual: float = 0.0    # max loop-closure row error after it (m, rad for weld rotations)
     time_projection: float = 0.0        # included in time_integration
     steady: bool = False                # stages 3–6 ran in one compiled call (`simstep.steady`), timed in time_solver
+    #                                     (with a `JointPD`'s torques when that PD is the whole actuation)
 
     def as_dict(self):
         return dict(self.__dict__)

@@ -285,9 +285,9 @@ class CollisionDetector:
     # ------------------------------------------------------------------ queries
     def _placements(self, q, placements):
         """Body placements (oR (n, 3, 3), op (n, 3)) at q as float64 C arrays: the caller's (the
-        step's kinematics, `models.Data.oR`/`.op` at q), or forward kinematics here after the model's check of q
-        (finite; unit free-joint and spherical quaternions, unit planar (cos, sin); as
-        `models.Model.check_q`, whose message a rejected q gets)."""
+        step's kinematics, `models.Data.oR`/`.op` at q), or forward kinematics here after the
+        model's check of q (finite; unit free-joint and spherical quaternions, unit planar
+        (cos, sin); as `models.Model.check_q`, whose message a rejected q gets)."""
         model = self.model
         if placements is not None:
             oR, op = placements

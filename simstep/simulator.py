@@ -16,8 +16,9 @@ One step, at state (q, v), as `Simulator._step` calls its stages:
   7. `_commit`: the new state, contacts and warm start (nothing there can fail).
 
 A step whose contacts come from the last step's geometry pairs, with the same active joint
-limits (a settled scene's usual step), runs 3–6 in one compiled call instead (`simstep.steady`:
-the same kernels in the same order, bitwise the same results; `steady_steps=False` turns it off).
+limits (a settled scene's usual step), runs 3–6 in one compiled call instead, after the
+detection (`simstep.steady.SteadyStep.step`: the same kernels in the same order, bitwise the
+same results; `steady_steps=False` turns it off).
 
 Velocity-level contact with speculative distance: a contact at signed distance φ > 0 lets the
 bodies approach by at most φ in this step (σ_n = v_n⁺ + φ/dt ≥ 0), a penetration φ < 0 is

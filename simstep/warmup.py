@@ -17,8 +17,8 @@ compiles the contact solver while the calling process compiles collision detecti
 the rest of the step; each loads the other's kernels from the cache instead of compiling them.
 The worker steps the same scene with the detector's detection (`CollisionDetector.run_placed`)
 replaced by synthetic contacts (`synthetic_collision`), so it calls the same kernels with the
-same argument types as a real step and never compiles the narrow phase. The caller first waits for the worker's build
-(`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
+same argument types as a real step and never compiles the narrow phase. The caller first
+waits for the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
 once instead of in both processes at the same time), then builds the scene itself, compiling
 collision, while the worker builds one synthetic contact problem and solves it
 (`_solve_first`: the ADMM and its callees, about 60 % of the compile time). The caller then
@@ -313,7 +313,7 @@ def _tree_root(parent, b):
 
 
 def synthetic_pairs(detector, self_contact=False):
-    """Geometry pairs [(g1, g2 or −1 for the world)] for `_synthetic_contacts`: the first
+    """Geometry pairs [(g1, g2 or −1 for the world)] for `_synthetic_fill`: the first
     geometry g on a moving link against the world and, if a link of another tree has geometry,
     against that link (box on box: contacts between bodies bring the operator's elimination
     ordering in); with `self_contact`, against a link of g's own tree instead (None if it has no
@@ -349,12 +349,6 @@ def _synthetic_fill(detector, pairs):
         out_p[j] = 0.0
         out_R[j] = np.eye(3)
     return len(pairs)
-
-
-def _synthetic_contacts(detector, pairs):
-    """`collision.Contacts` of `_synthetic_fill`: the array types of a real detection."""
-    k = _synthetic_fill(detector, pairs)
-    return detector.contacts_of(k, 0, k)
 
 
 @contextlib.contextmanager
@@ -406,7 +400,7 @@ def _solve_first(sim):
 
 
 def _synthetic_problem(sim):
-    """The contact problem of `sim`'s state with `_synthetic_contacts` (under
+    """The contact problem of `sim`'s state with `_synthetic_fill`'s contacts (under
     `synthetic_collision`), or None if the ADMM would not solve one (no geometry, no rows, loop
     closures only, another solver)."""
     import numpy as np

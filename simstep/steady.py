@@ -95,10 +95,10 @@ def _new_constants(jint, jfloat, armature, gravity, kind, inertia, inertia_inv, 
 
 class SteadyOut(NamedTuple):
     """`steady_step_kernel`'s result: status (OK, or why the staged path must run), the solve's
-    `solvers.admm.KernelOut` fields that the step reports, λ (m,) N·s, the next warm start
-    (m,), q⁺ (nq,), v⁺ (nv,), the contacts' arrays (`collision.Contacts.of_arrays`) and their
-    deepest penetration (m). The kernel returns its fields as a plain tuple (numba boxes a
-    named tuple by looking up its class at every call: 2 µs), `SteadyOut._make` names them."""
+    `solvers.admm.KernelOut` fields that the step reports, whether the next warm start is the
+    `SteadyArrays`' warm (a polish's, else λ itself) and the contacts' deepest penetration (m).
+    The kernel returns its fields as a plain tuple (numba boxes a named tuple by looking up its
+    class at every call: 2 µs), `SteadyOut._make` names them."""
     status: int
     iterations: int
     converged: bool
@@ -111,15 +111,28 @@ class SteadyOut(NamedTuple):
     polish_solves: int
     eigenvalue_used: float
     newton_steps: int
+    warm_polished: bool
+    max_penetration: float
+
+
+class SteadyArrays(NamedTuple):
+    """The arrays `steady_step_kernel` writes, allocated by its caller (numba boxes an array it
+    allocated for about 0.6 µs, four times a Python allocation): λ (m,) N·s, the polish's next
+    warm start (m,), q⁺ (nq,), v⁺ (nv,) and the contacts' own arrays
+    (`collision.Contacts.of_arrays`: i (5, k), s (4, k), position (k, 3), frame (k, 3, 3))."""
     lam: np.ndarray
-    warm_next: np.ndarray
+    warm: np.ndarray
     q_next: np.ndarray
     v_next: np.ndarray
     contact_i: np.ndarray
     contact_s: np.ndarray
     position: np.ndarray
     frame: np.ndarray
-    max_penetration: float
+
+    @classmethod
+    def empty(cls, m, nq, nv, k):
+        e = np.empty
+        return cls(e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3)))
 
 
 class JointGains(NamedTuple):
@@ -141,15 +154,13 @@ _NO_GAINS = JointGains(*(np.zeros(0) for _ in range(5)), np.zeros(0, np.int64), 
 
 @njit(cache=True)
 def _staged(status):
-    e = np.empty(0)
-    return (status, 0, False, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0, 0.0, 0, e, e, e, e, np.empty((5, 0), np.int64),
-            np.empty((4, 0)), np.empty((0, 3)), np.empty((0, 3, 3)), 0.0)
+    return (status, 0, False, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0, 0.0, 0, False, 0.0)
 
 
 @njit(cache=True)
 def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i, out_p, out_R, out_s, set_keys, cb_f,
                        tail_active, warm_keys, warm_pos, warm_frame, warm_lam, carry, kind, start, size, param, prm,
-                       v_sum, refactor):
+                       v_sum, refactor, out):
     """Stages 3–6 of a steady step (module docstring) at state (q (nq,), v (nv,)) with joint
     torques tau (nv,) N·m or N (pd: written here from the `JointGains` gains first) and external
     wrenches fext (n, 6): d, d_next the `models.Data` states at q and for q⁺; state the set's
@@ -160,15 +171,25 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i,
     tail_active (n_l,) the tail's active limit rows; warm_keys, warm_pos, warm_frame, warm_lam
     the last step's contacts and impulses; carry: the tail's rows are the last step's
     (`ProblemAssembler.carries_tail`); kind … param the set's cones; prm the ADMM's (1,)
-    `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last factorisation succeeded.
-    Returns the fields of a `SteadyOut` (a plain tuple); status OK only if every stage ran.
+    `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last factorisation succeeded; out
+    the `SteadyArrays` it writes (m the set's rows). Returns the fields of a `SteadyOut` (a plain
+    tuple); status OK only if every stage ran.
     `steady_articulated_kernel` is the same with `articulated_step_kernel` as its free step."""
     nv, k = v.shape[0], set_keys.shape[0]
+    m = 0
+    for s in size:
+        m += s
+    if out.lam.shape[0] != m or out.warm.shape[0] != m or out.q_next.shape[0] != q.shape[0] or \
+            out.v_next.shape[0] != nv or out.contact_i.shape[1] != k or out.position.shape[0] != k:
+        return _staged(STAGED)
     for i in range(k):
         if out_i[4, i] // 4 != set_keys[i] // 4:
             return _staged(PAIRS_CHANGED)
-    c_i, c_s = out_i[:, :k].copy(), out_s[:, :k].copy()       # `collision.Contacts`' own arrays
-    position, frame = out_p[:k].copy(), out_R[:k].copy()
+    c_i, c_s, position, frame = out.contact_i, out.contact_s, out.position, out.frame   # `collision.Contacts`'
+    c_i[:] = out_i[:, :k]
+    c_s[:] = out_s[:, :k]
+    position[:] = out_p[:k]
+    frame[:] = out_R[:k]
     keys, distance = c_i[4], c_s[0]
     if pd:
         pd_torque_kernel(gains.kp, gains.kd, gains.target, gains.v_target, gains.limit, gains.iq, gains.iv, q, v, tau)
@@ -187,9 +208,6 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i,
         if cst.active[i] != tail_active[i]:
             return _staged(TAIL_CHANGED)
     contact_points_kernel(position, frame, cb_f)
-    m = 0
-    for s in size:
-        m += s
     g, x0 = np.empty(m), np.zeros(m)
     hit = step_vectors_kernel(state, vf, distance, cst.slop, g, np.zeros(k), cst.h, cst.erp, cst.vmax, cst.threshold,
                               cst.gap[:n], 3 * k + cst.extra_rows, warm_keys, warm_pos, warm_frame, warm_lam, keys,
@@ -200,20 +218,21 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i,
         hit = True
     # 5: the solve, with M⁻¹ Jᵀ λ and the next warm start
     # (without a warm start, the staged path has no incoming velocity J v: λ is the next warm start)
-    lam, sigma, fixed, dv, warm = np.empty(m), np.empty(m), np.empty(m, np.int64), np.empty(nv), np.empty(m)
+    lam, warm = out.lam, out.warm
+    sigma, fixed, dv = np.empty(m), np.empty(m, np.int64), np.empty(nv)
     e = np.empty(0)
     r = admm_kernel(state, kind, start, size, param, g, e, False, x0 if hit else e, hit, prm, lam, sigma, fixed,
                     np.empty((0, 4)), dv, v if hit else e, warm)
     if r.iterations < 0 or not r.velocity_change or (r.polished and hit and r.warm_next != 1):
         return _staged(STAGED)
     # 6: q⁺, v⁺ and the next step's Data
-    q_next, v_next = np.empty(q.shape[0]), np.empty(nv)
+    q_next, v_next = out.q_next, out.v_next
     if step_end_kernel(cst.jint, cst.jfloat, cst.armature, q, vf, dv, lam, cst.h, q_next, v_sum, v_next, d_next,
                        refactor) != 0:
         return _staged(STAGED)
     return (OK, r.iterations, r.converged, r.primal_residual, r.dual_residual, r.velocity_residual, r.complementarity,
-            r.rho, r.warm_started, r.polish_solves, r.eigenvalue_used, r.newton_steps, lam,
-            warm if r.polished and hit else lam, q_next, v_next, c_i, c_s, position, frame, max_penetration(distance))
+            r.rho, r.warm_started, r.polish_solves, r.eigenvalue_used, r.newton_steps, r.polished and hit,
+            max_penetration(distance))
 
 
 # robots on a free base (`integrator.body_kinds`: no childless free body): the free step without
@@ -320,9 +339,10 @@ class SteadyStep:
         d_next = sim._data_next
         q, v = sim.q, sim.v
         out_i, out_p, out_R, out_s = det._out
+        out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k)
         args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, sim._fext, out_i, out_p,
                 out_R, out_s, set_keys, cs.cb_f, tail[3], w.keys, w.position, w.frame, w.lam, carry, *cones.arrays(),
-                prm, sim._v_sum, d_next._factored)
+                prm, sim._v_sum, d_next._factored, out)
         entry = self._entry
         if entry is not None and entry[2] is not None and entry[0] is cs and entry[1] is op and q is self._qv[0] \
                 and v is self._qv[1]:
@@ -332,19 +352,19 @@ class SteadyStep:
         if r.status != OK:
             return det.contacts_of(*counts), None if pd else tau_v
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
-        c = Contacts.of_arrays(r.contact_i, r.contact_s, r.position, r.frame)
+        c = Contacts.of_arrays(out.contact_i, out.contact_s, out.position, out.frame)
         c0 = cs.constraints[0]
-        c0.position, c0.frame = r.position, r.frame
+        c0.position, c0.frame = out.position, out.frame
         a.op = op
         admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, L, m, rho_min)
         st.ncontacts, st.nrows = k, m
         st.record_solve(r)
-        d_next._computed(r.q_next, True)
+        d_next._computed(out.q_next, True)
         st.time_solver = time.perf_counter() - t1
         st.steady = True
-        sim._commit(r.q_next, r.v_next, d_next, c, r.lam, r.warm_next, tau_v if pd else tau_v.copy(), st,
-                    r.max_penetration)
-        self._qv = (r.q_next, r.v_next)
+        sim._commit(out.q_next, out.v_next, d_next, c, out.lam, out.warm if r.warm_polished else out.lam,
+                    tau_v if pd else tau_v.copy(), st, r.max_penetration)
+        self._qv = (out.q_next, out.v_next)
         return None
 
     def _dispatch(self, sim, cs, op, args):

@@ -961,6 +961,7 @@ class ADMMSolver:
         self._params = np.zeros(1, SolveParams)    # the kernel's settings (`_write_params`)
         self._params_f = self._params.view(np.float64)   # its float fields by offset, written at each solve
         self._params_key = None                   # (settings, their version, record) the record holds
+        self._params_vals = None                  # (ρ exponent, L, rho_min, L_scaled) the record holds
 
     def solve(self, op, g=None, cones: ConeSet = None, compliance=None, x0=None, record=False, max_eigenvalue=None,
               jv=None):
@@ -1049,20 +1050,22 @@ class ADMMSolver:
         factored when its storage holds the last polish's (or the iterations') factors, and keeps
         ρ's exponent and the scaled λ_max when iterations ran (L_used > 0)."""
         st = self.settings
+        if L_used > 0:       # computed before anything changes (a step that fails here changed nothing)
+            power = math.log(rho / math.sqrt(L_used * rho_min)) / math.log(max(L_used / rho_min, 1.0 + 1e-12)) \
+                if st.keep_rho_power else self.rho_power
         if hasattr(op, "mark_factored") and (polish_solves > 0 if st.polish else iterations > 0):
             op.mark_factored()
         if L_used > 0:
             if st.scaling > 0:
                 self._scaled_eig = ((L, m), L_used)
-            if st.keep_rho_power:
-                self.rho_power = math.log(rho / math.sqrt(L_used * rho_min)) / \
-                    math.log(max(L_used / rho_min, 1.0 + 1e-12))
+            self.rho_power = power
 
     def _write_params(self, st, record, L, rho_min, L_scaled):
         """The kernel's `SolveParams` record (1,): the settings' fields rewritten only when the
         settings (or record) changed since the last solve (a record's assignment costs about
         0.7 µs), the solve's own numbers (ρ's exponent, L, rho_min, L_scaled) written through a
-        float64 view of it."""
+        float64 view of it when they changed (a robot at rest solves with the same numbers for
+        thousands of steps)."""
         prm, f = self._params, self._params_f
         key = self._params_key
         if key is None or key[0] is not st or key[1] != st._version or key[2] != record:
@@ -1072,8 +1075,9 @@ class ADMMSolver:
                       float(st.scaling), 0.0, int(st.anderson), int(st.newton_rows), int(st.newton_steps),
                       float(st.newton_warm))
             self._params_key = (st, st._version, record)
-        f[_PRM_RHO_POWER] = self.rho_power
-        f[_PRM_L] = L
-        f[_PRM_RHO_MIN] = rho_min
-        f[_PRM_L_SCALED] = L_scaled
+            self._params_vals = None
+        vals = (self.rho_power, L, rho_min, L_scaled)
+        if vals != self._params_vals:
+            f[_PRM_RHO_POWER], f[_PRM_L], f[_PRM_RHO_MIN], f[_PRM_L_SCALED] = vals
+            self._params_vals = vals
         return prm

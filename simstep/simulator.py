@@ -463,26 +463,30 @@ class Simulator:
         exception as its cause, and leaves q, v, t, steps, contacts, stats, warm start, the
         cached Data, the external forces and the solver's adaptive state as they were."""
         tau = None if tau is None else self.model.check_v(tau, "tau")   # bad input: ValueError, nothing changed
-        saved = (self.assembler.snapshot(), self._proj_damping, self.admm.rho_power, self.admm._scaled_eig)
         phase = ["collision detection"]
+        saved = []          # what the staged path may change, kept before it starts (`_step`)
         try:
-            return self._step(tau, phase)
+            return self._step(tau, phase, saved)
         except Exception as e:
-            snap, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig = saved
-            self.assembler.restore(snap)
+            if saved:
+                snap, self._proj_damping, self.admm.rho_power, self.admm._scaled_eig = saved[0]
+                self.assembler.restore(snap)
             if isinstance(e, SimulationError):
                 raise
             raise SimulationError(f"step {self.steps} at t = {self.t:.6g} s failed in {phase[0]} "
                                   f"({type(e).__name__}: {e}); the state was left unchanged") from e
 
-    def _step(self, tau, phase):
+    def _step(self, tau, phase, saved):
         """The step itself (see `step`, the module docstring's stages); phase[0] names the
-        stage for the error message. Each stage writes its time into the step's stats."""
+        stage for the error message. Each stage writes its time into the step's stats. The
+        staged path first appends to saved what `step` restores if it fails (the steady path
+        changes none of it before it cannot fail)."""
         st = StepStats()
         t_start = time.perf_counter()
         # 1-7 with 3-6 in one compiled call, or the contacts and torques it got to
         rest = (None, None) if self._steady is None else self._steady.step(self, tau, st, phase)
         if rest is not None:
+            saved.append((self.assembler.snapshot(), self._proj_damping, self.admm.rho_power, self.admm._scaled_eig))
             c, tau_v = rest
             if c is None:
                 c = self._detect(st)                                # 1-2 (kinematics: self.data)

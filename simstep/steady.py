@@ -132,7 +132,7 @@ class SteadyArrays(NamedTuple):
     @classmethod
     def empty(cls, m, nq, nv, k):
         e = np.empty
-        return cls(e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3)))
+        return tuple.__new__(cls, (e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3))))
 
 
 class JointGains(NamedTuple):
@@ -317,12 +317,14 @@ class SteadyStep:
         pd = tau is None and type(act) is JointPD and sim._pd is None and not sim._damped
         if pd:
             phase[0] = "the actuation"
-            gains = JointGains(act.kp, act.kd, act.target(sim.t), act.v_target, act.limit, act.iq, act.iv)
-            g = self._gains
-            if g is None or gains.kp is not g.kp or gains.kd is not g.kd or gains.v_target is not g.v_target \
-                    or gains.limit is not g.limit or gains.iq is not g.iq or gains.iv is not g.iv:
+            target, g = act.target(sim.t), self._gains
+            if g is None or act.kp is not g.kp or act.kd is not g.kd or act.v_target is not g.v_target \
+                    or act.limit is not g.limit or act.iq is not g.iq or act.iv is not g.iv:
                 self._entry = None       # a PD array replaced: its type may differ from the entry point's
-            self._gains = gains
+                g = None
+            if g is None or target is not g.target:
+                g = self._gains = JointGains(act.kp, act.kd, target, act.v_target, act.limit, act.iq, act.iv)
+            gains = g
             tau_v = np.empty(sim.model.nv)
         else:
             gains, self._gains = _NO_GAINS, None
@@ -355,8 +357,8 @@ class SteadyStep:
         c = Contacts.of_arrays(out.contact_i, out.contact_s, out.position, out.frame)
         c0 = cs.constraints[0]
         c0.position, c0.frame = out.position, out.frame
-        a.op = op
         admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, L, m, rho_min)
+        a.op = op
         st.ncontacts, st.nrows = k, m
         st.record_solve(r)
         d_next._computed(out.q_next, True)

@@ -47,6 +47,9 @@ def kernel_variant(kernel, name, options, **names):
     return njit(**options)(v)
 
 
+_SINGLE = {}     # `entry_point`: dispatcher -> the entry point of its one specialisation
+
+
 def entry_point(kernel, args):
     """The compiled entry point of `kernel` (a numba dispatcher) that a call just made through
     the dispatcher with `args` (a tuple) ran, or None if numba is not a version this was checked
@@ -56,16 +59,23 @@ def entry_point(kernel, args):
     dispatcher without typing each argument first (about 0.25 µs an array, 0.7 µs a structref:
     8 µs of each steady step of a robot, whose kernel takes 29 arguments). It does not check the
     types: a caller uses it only where each argument's type is fixed by construction, and goes
-    through the dispatcher otherwise. A kernel with one specialisation ran that one; with more,
-    the arguments are typed here (in Python: about a millisecond for a large kernel's)."""
+    through the dispatcher otherwise. A kernel with one specialisation ran that one (kept here
+    per kernel); with more, the arguments are typed here (in Python: about a millisecond for a
+    large kernel's)."""
     import numba
     if not numba.__version__.startswith(_LINK_TESTED[0]):
         return None
     ov = kernel.overloads
     if len(ov) == 1:
-        cres = next(iter(ov.values()))
-    else:
-        cres = ov.get(tuple(kernel.typeof_pyval(a) for a in args))
+        # a dispatcher only gains specialisations (but for recompile(), which nothing here calls),
+        # so its one specialisation is the one found the last time; reading it from `overloads`
+        # hashes the signature's types in Python (an OrderedDict looks up each key it iterates:
+        # 20–40 µs for a 29-argument kernel, on every change of a robot's contact set)
+        e = _SINGLE.get(kernel)
+        if e is None:
+            e = _SINGLE[kernel] = next(iter(ov.values())).entry_point
+        return e
+    cres = ov.get(tuple(kernel.typeof_pyval(a) for a in args))
     return None if cres is None else cres.entry_point
 
 

@@ -321,17 +321,16 @@ class CollisionDetector:
             st = self._state or self._kernel_state()
             e = self._entry
             if e is not None and e[0] is st:
-                npairs, nlib, k = e[1](st, oR, op)
+                counts = e[1](st, oR, op)
             else:
-                npairs, nlib, k = self._kernel(st, oR, op)
+                counts = self._kernel(st, oR, op)
                 self._entry = (st, entry_point(self._kernel, (st, oR, op)) or self._kernel)
-            if npairs > self._pairs.shape[0]:
-                self._alloc_pairs(2 * npairs)
-                continue
-            if k > self._out[0].shape[1]:
-                self._alloc_out(2 * k)
-                continue
-            return npairs, nlib, k
+            if counts[0] > self._pairs.shape[0]:
+                self._alloc_pairs(2 * counts[0])
+            elif counts[2] > self._out[0].shape[1]:
+                self._alloc_out(2 * counts[2])
+            else:
+                return counts
 
     def detect(self, q, placements=None):
         """Contacts (`Contacts`) of the world at configuration q (nq,).

@@ -1049,6 +1049,8 @@ class ADMMSolver:
         """After `admm_kernel` solved on op (the `params_for(L, m, rho_min)` solve): marks op
         factored when its storage holds the last polish's (or the iterations') factors, and keeps
         ρ's exponent and the scaled λ_max when iterations ran (L_used > 0)."""
+        if not (iterations or polish_solves or L_used > 0):     # the warm start held: nothing to keep
+            return
         st = self.settings
         if L_used > 0:       # computed before anything changes (a step that fails here changed nothing)
             power = math.log(rho / math.sqrt(L_used * rho_min)) / math.log(max(L_used / rho_min, 1.0 + 1e-12)) \

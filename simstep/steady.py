@@ -185,7 +185,7 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i,
     for i in range(k):
         if out_i[4, i] // 4 != set_keys[i] // 4:
             return _staged(PAIRS_CHANGED)
-    c_i, c_s, position, frame = out.contact_i, out.contact_s, out.position, out.frame   # `collision.Contacts`'
+    c_i, c_s, position, frame = out.contact_i, out.contact_s, out.position, out.frame   # the contacts' own arrays
     c_i[:] = out_i[:, :k]
     c_s[:] = out_s[:, :k]
     position[:] = out_p[:k]

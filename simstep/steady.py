@@ -176,6 +176,8 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i,
     tuple); status OK only if every stage ran.
     `steady_articulated_kernel` is the same with `articulated_step_kernel` as its free step."""
     nv, k = v.shape[0], set_keys.shape[0]
+    if pd:      # first: the staged path takes these torques whatever the status (q* evaluated once a step)
+        pd_torque_kernel(gains.kp, gains.kd, gains.target, gains.v_target, gains.limit, gains.iq, gains.iv, q, v, tau)
     m = 0
     for s in size:
         m += s
@@ -191,8 +193,6 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i,
     position[:] = out_p[:k]
     frame[:] = out_R[:k]
     keys, distance = c_i[4], c_s[0]
-    if pd:
-        pd_torque_kernel(gains.kp, gains.kd, gains.target, gains.v_target, gains.limit, gains.iq, gains.iv, q, v, tau)
     # 3: the free velocity
     vf = np.empty(nv)
     free_step_kernel(cst.jint, cst.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d.pA, cst.kind, cst.inertia,
@@ -351,8 +351,8 @@ class SteadyStep:
             r = SteadyOut._make(entry[2](*args))
         else:
             r = SteadyOut._make(self._dispatch(sim, cs, op, args))
-        if r.status != OK:
-            return det.contacts_of(*counts), None if pd else tau_v
+        if r.status != OK:       # the staged path goes on with the contacts and the torques
+            return det.contacts_of(*counts), tau_v
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
         c = Contacts.of_arrays(out.contact_i, out.contact_s, out.position, out.frame)
         c0 = cs.constraints[0]

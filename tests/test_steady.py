@@ -145,6 +145,24 @@ def test_pd_gains_replaced_between_steps_reach_the_steady_step():
     assert_same_steps(out[0][0], out[1][0])
 
 
+def test_a_pd_reference_is_evaluated_once_a_step():
+    """A `JointPD`'s q_ref_fn runs once a step, also on the steps whose steady call fell back to
+    the staged path (a trot in place: feet touch down and lift off), which takes the torques the
+    kernel computed instead of evaluating the PD again."""
+    world = go2_trotting()
+    trot, calls = world.actuation.q_ref_fn, []
+
+    def counted(t):
+        calls.append(t)
+        return trot(t)
+    world.actuation.q_ref_fn = counted
+    sim = simstep.Simulator(world)
+    del calls[:]
+    rows, n = record(sim, 800)
+    assert 0.3 * 800 < n < 800       # both paths ran
+    assert len(calls) == 800 and len(set(calls)) == 800
+
+
 def test_a_step_that_fails_inside_the_steady_kernel_changes_nothing():
     """A torque that overflows: the steady kernel runs, its state is not finite, the staged path
     recomputes the step and raises; the state is as before and the next step the twin's."""

@@ -20,11 +20,13 @@ order on the same arrays, so its results are bitwise those of the staged path:
 NCP model, no loop closures, compliance or restitution; contacts of the same pairs as the
 last set), runs the detection and commits the kernel's results; any other outcome of the
 kernel (limits or pairs changed, a failed solve, a non-finite state) sends the step down the
-staged path, which recomputes it from the same inputs and reports failures as always. The
-kernel also makes the contacts' own arrays from the detector's buffers and evaluates a
-`control.JointPD` that is the whole actuation; it and the detection kernel are called through
-their compiled entry points (`models.jitcache.entry_point`) while their arguments' types hold,
-which skips numba's typing of each argument (8 µs of a robot's step).
+staged path, which recomputes it from the same inputs (with the torques of a `JointPD`
+the kernel computed first) and reports failures as always. The kernel also copies the
+contacts from the detector's buffers and evaluates a `control.JointPD` that is the whole
+actuation; it writes into arrays the step allocates (`SteadyArrays`: numba boxes an array a
+kernel returns for about 0.6 µs). It and the detection kernel are called through their
+compiled entry points (`models.jitcache.entry_point`) while their arguments' types hold, which
+skips numba's typing of each argument (8 µs of a robot's step).
 """
 from __future__ import annotations
 

@@ -1052,15 +1052,15 @@ class ADMMSolver:
         if not (iterations or polish_solves or L_used > 0):     # the warm start held: nothing to keep
             return
         st = self.settings
-        if L_used > 0:       # computed before anything changes (a step that fails here changed nothing)
-            power = math.log(rho / math.sqrt(L_used * rho_min)) / math.log(max(L_used / rho_min, 1.0 + 1e-12)) \
-                if st.keep_rho_power else self.rho_power
-        if hasattr(op, "mark_factored") and (polish_solves > 0 if st.polish else iterations > 0):
-            op.mark_factored()
         if L_used > 0:
+            power = self.rho_power
+            if st.keep_rho_power:    # first: a step that fails here has changed nothing
+                power = math.log(rho / math.sqrt(L_used * rho_min)) / math.log(max(L_used / rho_min, 1.0 + 1e-12))
             if st.scaling > 0:
                 self._scaled_eig = ((L, m), L_used)
             self.rho_power = power
+        if hasattr(op, "mark_factored") and (polish_solves > 0 if st.polish else iterations > 0):
+            op.mark_factored()
 
     def _write_params(self, st, record, L, rho_min, L_scaled):
         """The kernel's `SolveParams` record (1,): the settings' fields rewritten only when the

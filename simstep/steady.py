@@ -136,6 +136,15 @@ class SteadyArrays(NamedTuple):
         e = np.empty
         return tuple.__new__(cls, (e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3))))
 
+    @property
+    def key(self):
+        """The contacts' keys (k,) (what `ProblemAssembler.commit` reads, with position and frame)."""
+        return self.contact_i[4]
+
+    def contacts(self):
+        """The step's `collision.Contacts`, over these arrays (made when `Simulator.contacts` is read)."""
+        return Contacts.of_arrays(self.contact_i, self.contact_s, self.position, self.frame)
+
 
 class JointGains(NamedTuple):
     """A `control.JointPD`'s arrays for `control.pd_torque_kernel`, which the steady kernel
@@ -149,6 +158,19 @@ class JointGains(NamedTuple):
     limit: np.ndarray
     iq: np.ndarray
     iv: np.ndarray
+
+
+class SetPlan(NamedTuple):
+    """What a steady step reads from the assembler's last contact set (`SteadyStep._plan_of`),
+    kept while the set, its operator, the tail and the kept λ_max are the same objects."""
+    set: tuple           # `ProblemAssembler.sets[0]`: (tail, contact keys, ConstraintSet, ConeSet)
+    op: object           # its `MatrixFreeDelassus` (`ProblemAssembler.ops[0]`)
+    tail: tuple          # `ProblemAssembler.tail`
+    eig: tuple           # `ProblemAssembler._eig`, the λ_max estimate L came from
+    L: float             # λ_max(G) for the ρ rule (≥ 1e-12)
+    m: int               # rows
+    cones: tuple         # `ConeSet.arrays()`: kind, start, size, param
+    points: object       # the set's contact points (`ConstraintSet.constraints[0]`), rewritten each step
 
 
 _NO_GAINS = JointGains(*(np.zeros(0) for _ in range(5)), np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -264,6 +286,7 @@ class SteadyStep:
         self._cst, self._key = None, None
         self._entry, self._qv = None, (None, None)     # `_dispatch`'s entry point; the last step's q⁺, v⁺
         self._gains = None                              # the last step's `JointGains`
+        self._plan = None                               # `_plan_of`'s last `SetPlan`
 
     def __getstate__(self):
         """Picklable (snapshots, rollout workers): the `StepConstants` handle is rebuilt on use."""
@@ -305,16 +328,14 @@ class SteadyStep:
         else it reads."""
         a, admm = sim.assembler, sim.admm
         sets = a.sets
-        if not sets or not admm.settings.warm_start:
+        if not sets or not admm.settings.warm_start or not a.ops:
             return _NOT_STEADY
-        tail = a.tail
-        tail_cs, set_keys, cs, cones = sets[0]
-        ops, m = a.ops, cones.m
-        if tail_cs is not tail[1] or not ops or ops[0].cs is not cs:
-            return _NOT_STEADY
-        L = a.cached_eigenvalue(cs, m)
-        if L is None:
-            return _NOT_STEADY
+        p = self._plan
+        if p is None or p.set is not sets[0] or p.op is not a.ops[0] or p.tail is not a.tail or p.eig is not a._eig:
+            p = self._plan = self._plan_of(a)
+            if p is None:
+                return _NOT_STEADY
+        set_keys, cs, m = p.set[1], p.set[2], p.m
         # 1-2: the contacts, left in the detector's buffers
         t0 = time.perf_counter()
         det, d = sim.detector, sim.data
@@ -345,19 +366,18 @@ class SteadyStep:
             tau_v = sim._actuation(tau, st, phase)
             t1 = time.perf_counter()
         phase[0] = "the steady step (stages 3-6 in one call)"
-        op = ops[0].refresh(d)
+        op = p.op.refresh(d)
         state = op.compiled_state()
         w = a.warm
         carry = a.carries_tail(m - 3 * k)
-        L = max(float(L), 1e-12)
         rho_min = admm.settings.mu_prox
-        prm = admm.params_for(L, m, rho_min)
+        prm = admm.params_for(p.L, m, rho_min)
         d_next = sim._data_next
         q, v = sim.q, sim.v
         out_i, out_p, out_R, out_s = det._out
         out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k)
         args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, sim._fext, out_i, out_p,
-                out_R, out_s, set_keys, cs.cb_f, tail[3], w.keys, w.position, w.frame, w.lam, carry, *cones.arrays(),
+                out_R, out_s, set_keys, cs.cb_f, p.tail[3], w.keys, w.position, w.frame, w.lam, carry, *p.cones,
                 prm, sim._v_sum, d_next._factored, out)
         entry = self._entry
         if entry is not None and entry[2] is not None and entry[0] is cs and entry[1] is op and q is self._qv[0] \
@@ -368,20 +388,33 @@ class SteadyStep:
         if r.status != OK:       # the staged path goes on with the contacts and the torques
             return det.contacts_of(*counts), tau_v
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
-        c = Contacts.of_arrays(out.contact_i, out.contact_s, out.position, out.frame)
-        c0 = cs.constraints[0]
+        c0 = p.points
         c0.position, c0.frame = out.position, out.frame
-        admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, L, m, rho_min)
+        admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, p.L, m, rho_min)
         a.op = op
         st.ncontacts, st.nrows = k, m
         st.record_solve(r)
         d_next._computed(out.q_next, True)
         st.time_solver = time.perf_counter() - t1
         st.steady = True
-        sim._commit(out.q_next, out.v_next, d_next, c, out.lam, out.warm if r.warm_polished else out.lam,
+        sim._commit(out.q_next, out.v_next, d_next, out, out.lam, out.warm if r.warm_polished else out.lam,
                     tau_v if pd else tau_v.copy(), st, r.max_penetration)
         self._qv = (out.q_next, out.v_next)
         return None
+
+    @staticmethod
+    def _plan_of(a):
+        """The `SetPlan` of the assembler a's last set, or None when a step cannot be steady on
+        it: its tail is not the current one, its operator not the newest, or no λ_max is kept
+        for it (`ProblemAssembler.cached_eigenvalue`)."""
+        s0, op, tail = a.sets[0], a.ops[0], a.tail
+        tail_cs, set_keys, cs, cones = s0
+        if tail_cs is not tail[1] or op.cs is not cs:
+            return None
+        L = a.cached_eigenvalue(cs, cones.m)
+        if L is None:
+            return None
+        return SetPlan(s0, op, tail, a._eig, max(float(L), 1e-12), cones.m, cones.arrays(), cs.constraints[0])
 
     def _dispatch(self, sim, cs, op, args):
         """The kernel called through numba's dispatcher, which types each argument, and its

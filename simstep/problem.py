@@ -300,7 +300,8 @@ class ProblemAssembler:
 
     def commit(self, c, warm_lam):
         """After a successful step: its contacts c and the solver's warm start for the next."""
-        self.warm = WarmStart(c.key, c.position, c.frame, warm_lam, self.tail)
+        # tuple.__new__: a third of the keyword-checking constructor's cost (each step)
+        self.warm = tuple.__new__(WarmStart, (c.key, c.position, c.frame, warm_lam, self.tail))
 
     def build(self, c, q, v, v_free, data):
         """The step's `ContactProblem`, or None without constraint rows. c: the detected

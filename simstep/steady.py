@@ -352,7 +352,10 @@ class SteadyStep:
         pd = tau is None and type(act) is JointPD and sim._pd is None and not sim._damped
         if pd:
             phase[0] = "the actuation"
-            target, g = act.target(sim.t), self._gains
+            g = self._gains
+            # fixed targets: the last step's, checked by `JointPD.target` when they became its
+            target = g.target if g is not None and act.q_ref_fn is None and act.q_target is g.target else \
+                act.target(sim.t)
             if g is None or act.kp is not g.kp or act.kd is not g.kd or act.v_target is not g.v_target \
                     or act.limit is not g.limit or act.iq is not g.iq or act.iv is not g.iv:
                 self._entry = None       # a PD array replaced: its type may differ from the entry point's
@@ -390,7 +393,8 @@ class SteadyStep:
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
         c0 = p.points
         c0.position, c0.frame = out.position, out.frame
-        admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, p.L, m, rho_min)
+        if r.iterations:         # else the warm start held: nothing to keep
+            admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, p.L, m, rho_min)
         a.op = op
         st.ncontacts, st.nrows = k, m
         st.record_solve(r)

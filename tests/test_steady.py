@@ -127,8 +127,10 @@ def test_settings_changed_between_steps_reach_the_steady_step():
 
 def test_pd_gains_replaced_between_steps_reach_the_steady_step():
     """A `JointPD`'s gains replaced mid-run by other values, then by a strided view of the same
-    values (the contact set stays), then the velocities by a strided view of themselves: the same steps
-    as the staged path (the steady kernel is typed anew for replaced arrays)."""
+    values (the contact set stays), then the velocities by a strided view of themselves, then the
+    targets by other values, a strided view of them and changed in place: the same steps as the
+    staged path (the steady kernel is typed anew for replaced arrays; it keeps fixed targets only
+    while they are the same array)."""
     out = []
     for steady in (False, True):
         sim = simstep.Simulator(scenes.quadruped("go2"), steady_steps=steady)
@@ -140,8 +142,17 @@ def test_pd_gains_replaced_between_steps_reach_the_steady_step():
         last, l = record(sim, 200)
         sim.v = np.repeat(sim.v, 2)[::2]        # the same velocities, strided
         end, e = record(sim, 100)
-        out.append((rows + more + last + end, (n, m, l, e)))
-    assert out[0][1] == (0, 0, 0, 0) and min(out[1][1]) > 90
+        pd.q_target = pd.q_target + 0.02
+        moved, t1 = record(sim, 100)
+        pd.q_target = np.repeat(pd.q_target - 0.01, 2)[::2]
+        strided, t2 = record(sim, 100)
+        pd.q_target = pd.q_target.copy()
+        pd.q_target[:] += 0.01                  # in place, after a step on the new array
+        record(sim, 1)
+        pd.q_target[:] -= 0.02
+        inplace, t3 = record(sim, 100)
+        out.append((rows + more + last + end + moved + strided + inplace, (n, m, l, e, t1, t2, t3)))
+    assert out[0][1] == (0,) * 7 and min(out[1][1]) > 60
     assert_same_steps(out[0][0], out[1][0])
 
 

@@ -146,18 +146,68 @@ class SteadyArrays(NamedTuple):
         return Contacts.of_arrays(self.contact_i, self.contact_s, self.position, self.frame)
 
 
-class JointGains(NamedTuple):
+@structref.register
+class PDArraysType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class PDArrays(structref.StructRefProxy):
     """A `control.JointPD`'s arrays for `control.pd_torque_kernel`, which the steady kernel
     evaluates itself when such a PD is a simulator's whole actuation: gains kp (N·m/rad or
-    N/m), kd, the targets q* and v* at the step's time, the torque limits (N·m or N) and the
-    joints' q and v indices (j,)."""
-    kp: np.ndarray
-    kd: np.ndarray
-    target: np.ndarray
-    v_target: np.ndarray
-    limit: np.ndarray
-    iq: np.ndarray
-    iv: np.ndarray
+    N/m), kd, the velocity targets v*, the torque limits (N·m or N) and the joints' q and v
+    indices (j,); the position targets q* are passed at each step. One object, so that the
+    kernel's call unboxes one handle instead of six arrays."""
+
+    def __new__(cls, kp, kd, v_target, limit, iq, iv):
+        return _new_pd_arrays(kp, kd, v_target, limit, iq, iv)
+
+
+structref.define_proxy(PDArrays, PDArraysType, ["kp", "kd", "v_target", "limit", "iq", "iv"])
+
+
+@njit(cache=True)
+def _new_pd_arrays(kp, kd, v_target, limit, iq, iv):
+    """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
+    return PDArrays(kp, kd, v_target, limit, iq, iv)
+
+
+@structref.register
+class SetArraysType(types.StructRef):
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(t)) for name, t in fields)
+
+
+class SetArrays(structref.StructRefProxy):
+    """The steady kernel's arrays of one contact set (`SetPlan`), by name: the detector's
+    buffers out_i (5, K), out_p (K, 3), out_R (K, 3, 3), out_s (4, K); the set's contact keys
+    (k,), its contact data cb_f (rewritten by each step), the tail's active limit rows and the
+    set's cones (kind, start, size, param). One object, made once per set, so that the kernel's
+    call unboxes one handle instead of eleven arrays."""
+
+    def __new__(cls, out_i, out_p, out_R, out_s, keys, cb_f, tail_active, kind, start, size, param):
+        return _new_set_arrays(out_i, out_p, out_R, out_s, keys, cb_f, tail_active, kind, start, size, param)
+
+
+structref.define_proxy(SetArrays, SetArraysType, ["out_i", "out_p", "out_R", "out_s", "keys", "cb_f", "tail_active",
+                                                  "kind", "start", "size", "param"])
+
+
+@njit(cache=True)
+def _new_set_arrays(out_i, out_p, out_R, out_s, keys, cb_f, tail_active, kind, start, size, param):
+    """The constructor compiled once and cached on disk (define_proxy's own is not cached)."""
+    return SetArrays(out_i, out_p, out_R, out_s, keys, cb_f, tail_active, kind, start, size, param)
+
+
+_EMPTY = np.zeros(0)
+_NO_PD = []      # `_no_pd`'s placeholder, made on first use (its constructor is a kernel)
+
+
+def _no_pd():
+    """The `PDArrays` passed when the kernel does not evaluate a PD (empty arrays)."""
+    if not _NO_PD:
+        _NO_PD.append(PDArrays(*(np.zeros(0) for _ in range(4)), np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    return _NO_PD[0]
 
 
 class SetPlan(NamedTuple):
@@ -169,11 +219,9 @@ class SetPlan(NamedTuple):
     eig: tuple           # `ProblemAssembler._eig`, the λ_max estimate L came from
     L: float             # λ_max(G) for the ρ rule (≥ 1e-12)
     m: int               # rows
-    cones: tuple         # `ConeSet.arrays()`: kind, start, size, param
     points: object       # the set's contact points (`ConstraintSet.constraints[0]`), rewritten each step
-
-
-_NO_GAINS = JointGains(*(np.zeros(0) for _ in range(5)), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    out: tuple           # the detector's buffers (`CollisionDetector._out`, replaced when they grow)
+    arrays: object       # the kernel's `SetArrays` of the set and those buffers
 
 
 @njit(cache=True)
@@ -197,26 +245,26 @@ def _copy_contacts(out_i, out_p, out_R, out_s, k, c_i, position, frame, c_s):
 
 
 @njit(cache=True)
-def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, fext, out_i, out_p, out_R, out_s, set_keys, cb_f,
-                       tail_active, warm_keys, warm_pos, warm_frame, warm_lam, carry, kind, start, size, param, prm,
-                       v_sum, refactor, out):
+def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext, sa, warm_keys, warm_pos, warm_frame,
+                       warm_lam, carry, prm, v_sum, refactor, out):
     """Stages 3–6 of a steady step (module docstring) at state (q (nq,), v (nv,)) with joint
-    torques tau (nv,) N·m or N (pd: written here from the `JointGains` gains first) and external
-    wrenches fext (n, 6): d, d_next the `models.Data` states at q and for q⁺; state the set's
-    `solvers.opstate.OperatorState` at d (refreshed: its factors marked stale); out_i (5, K),
-    out_p (K, 3), out_R (K, 3, 3), out_s (4, K) the detector's buffers, whose first k =
-    len(set_keys) contacts (`collision.Contacts`' fields) must come from the geometry pairs of
-    the set's keys set_keys (k,) in the same order; cb_f the set's contact data (rewritten);
-    tail_active (n_l,) the tail's active limit rows; warm_keys, warm_pos, warm_frame, warm_lam
-    the last step's contacts and impulses; carry: the tail's rows are the last step's
-    (`ProblemAssembler.carries_tail`); kind … param the set's cones; prm the ADMM's (1,)
-    `SolveParams`; v_sum (nv,) scratch; refactor: d_next's last factorisation succeeded; out
-    the `SteadyArrays` it writes (m the set's rows). Returns the fields of a `SteadyOut` (a plain
-    tuple); status OK only if every stage ran.
+    torques tau (nv,) N·m or N (pd: written here first from the `PDArrays` gains and the
+    targets q* target (j,)) and external wrenches fext (n, 6): d, d_next the `models.Data`
+    states at q and for q⁺; state the set's `solvers.opstate.OperatorState` at d (refreshed: its
+    factors marked stale); sa the set's `SetArrays`: the first k = len(sa.keys) contacts of the
+    detector's buffers (`collision.Contacts`' fields) must come from the geometry pairs of the
+    set's keys in the same order; warm_keys, warm_pos, warm_frame, warm_lam the last step's
+    contacts and impulses; carry: the tail's rows are the last step's
+    (`ProblemAssembler.carries_tail`); prm the ADMM's (1,) `SolveParams`; v_sum (nv,) scratch;
+    refactor: d_next's last factorisation succeeded; out the `SteadyArrays` it writes (m the
+    set's rows). Returns the fields of a `SteadyOut` (a plain tuple); status OK only if every
+    stage ran.
     `steady_articulated_kernel` is the same with `articulated_step_kernel` as its free step."""
+    out_i, out_p, out_R, out_s, set_keys, cb_f = sa.out_i, sa.out_p, sa.out_R, sa.out_s, sa.keys, sa.cb_f
+    tail_active, kind, start, size, param = sa.tail_active, sa.kind, sa.start, sa.size, sa.param
     nv, k = v.shape[0], set_keys.shape[0]
     if pd:      # first: the staged path takes these torques whatever the status (q* evaluated once a step)
-        pd_torque_kernel(gains.kp, gains.kd, gains.target, gains.v_target, gains.limit, gains.iq, gains.iv, q, v, tau)
+        pd_torque_kernel(gains.kp, gains.kd, target, gains.v_target, gains.limit, gains.iq, gains.iv, q, v, tau)
     m = 0
     for s in size:
         m += s
@@ -285,11 +333,13 @@ class SteadyStep:
     def __init__(self):
         self._cst, self._key = None, None
         self._entry, self._qv = None, (None, None)     # `_dispatch`'s entry point; the last step's q⁺, v⁺
-        self._gains = None                              # the last step's `JointGains`
+        self._gains = None                              # the last step's PD arrays and their `PDArrays`
+        self._target = None                             # and its targets q*
         self._plan = None                               # `_plan_of`'s last `SetPlan`
 
     def __getstate__(self):
-        """Picklable (snapshots, rollout workers): the `StepConstants` handle is rebuilt on use."""
+        """Picklable (snapshots, rollout workers): the compiled handles (`StepConstants`, the plan's
+        `SetArrays`, `PDArrays`) are rebuilt on use."""
         return {}
 
     def __setstate__(self, s):
@@ -331,17 +381,19 @@ class SteadyStep:
         if not sets or not admm.settings.warm_start or not a.ops:
             return _NOT_STEADY
         p = self._plan
-        if p is None or p.set is not sets[0] or p.op is not a.ops[0] or p.tail is not a.tail or p.eig is not a._eig:
-            p = self._plan = self._plan_of(a)
+        det = sim.detector
+        if p is None or p.set is not sets[0] or p.op is not a.ops[0] or p.tail is not a.tail or p.eig is not a._eig \
+                or p.out is not det._out:
+            p = self._plan = self._plan_of(a, det)
             if p is None:
                 return _NOT_STEADY
         set_keys, cs, m = p.set[1], p.set[2], p.m
         # 1-2: the contacts, left in the detector's buffers
         t0 = time.perf_counter()
-        det, d = sim.detector, sim.data
+        d = sim.data
         counts = det.run_placed(d.oR, d.op)
         k = counts[2]
-        if counts[1] or k != set_keys.shape[0] or not k:
+        if counts[1] or k != set_keys.shape[0] or not k or det._out is not p.out:    # (buffers grown: other pairs)
             c = det.contacts_of(*counts)
             st.time_collision = time.perf_counter() - t0
             return c, None
@@ -352,20 +404,20 @@ class SteadyStep:
         pd = tau is None and type(act) is JointPD and sim._pd is None and not sim._damped
         if pd:
             phase[0] = "the actuation"
-            g = self._gains
             # fixed targets: the last step's, checked by `JointPD.target` when they became its
-            target = g.target if g is not None and act.q_ref_fn is None and act.q_target is g.target else \
-                act.target(sim.t)
-            if g is None or act.kp is not g.kp or act.kd is not g.kd or act.v_target is not g.v_target \
-                    or act.limit is not g.limit or act.iq is not g.iq or act.iv is not g.iv:
+            target = self._target
+            if act.q_ref_fn is not None or act.q_target is not target:
+                target = self._target = act.target(sim.t)
+            g = self._gains
+            if g is None or act.kp is not g[0] or act.kd is not g[1] or act.v_target is not g[2] \
+                    or act.limit is not g[3] or act.iq is not g[4] or act.iv is not g[5]:
                 self._entry = None       # a PD array replaced: its type may differ from the entry point's
-                g = None
-            if g is None or target is not g.target:
-                g = self._gains = JointGains(act.kp, act.kd, target, act.v_target, act.limit, act.iq, act.iv)
-            gains = g
+                g = self._gains = (act.kp, act.kd, act.v_target, act.limit, act.iq, act.iv,
+                                   PDArrays(act.kp, act.kd, act.v_target, act.limit, act.iq, act.iv))
+            gains = g[6]
             tau_v = np.empty(sim.model.nv)
         else:
-            gains, self._gains = _NO_GAINS, None
+            gains, target, self._gains, self._target = _no_pd(), _EMPTY, None, None
             tau_v = sim._actuation(tau, st, phase)
             t1 = time.perf_counter()
         phase[0] = "the steady step (stages 3-6 in one call)"
@@ -377,11 +429,9 @@ class SteadyStep:
         prm = admm.params_for(p.L, m, rho_min)
         d_next = sim._data_next
         q, v = sim.q, sim.v
-        out_i, out_p, out_R, out_s = det._out
         out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k)
-        args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, sim._fext, out_i, out_p,
-                out_R, out_s, set_keys, cs.cb_f, p.tail[3], w.keys, w.position, w.frame, w.lam, carry, *p.cones,
-                prm, sim._v_sum, d_next._factored, out)
+        args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, target, sim._fext, p.arrays,
+                w.keys, w.position, w.frame, w.lam, carry, prm, sim._v_sum, d_next._factored, out)
         entry = self._entry
         if entry is not None and entry[2] is not None and entry[0] is cs and entry[1] is op and q is self._qv[0] \
                 and v is self._qv[1]:
@@ -407,10 +457,10 @@ class SteadyStep:
         return None
 
     @staticmethod
-    def _plan_of(a):
-        """The `SetPlan` of the assembler a's last set, or None when a step cannot be steady on
-        it: its tail is not the current one, its operator not the newest, or no λ_max is kept
-        for it (`ProblemAssembler.cached_eigenvalue`)."""
+    def _plan_of(a, det):
+        """The `SetPlan` of the assembler a's last set with the detector det's buffers, or None
+        when a step cannot be steady on it: its tail is not the current one, its operator not
+        the newest, or no λ_max is kept for it (`ProblemAssembler.cached_eigenvalue`)."""
         s0, op, tail = a.sets[0], a.ops[0], a.tail
         tail_cs, set_keys, cs, cones = s0
         if tail_cs is not tail[1] or op.cs is not cs:
@@ -418,7 +468,9 @@ class SteadyStep:
         L = a.cached_eigenvalue(cs, cones.m)
         if L is None:
             return None
-        return SetPlan(s0, op, tail, a._eig, max(float(L), 1e-12), cones.m, cones.arrays(), cs.constraints[0])
+        out = det._out
+        return SetPlan(s0, op, tail, a._eig, max(float(L), 1e-12), cones.m, cs.constraints[0], out,
+                       SetArrays(*out, set_keys, cs.cb_f, tail[3], *cones.arrays()))
 
     def _dispatch(self, sim, cs, op, args):
         """The kernel called through numba's dispatcher, which types each argument, and its

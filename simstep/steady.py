@@ -26,7 +26,10 @@ contacts from the detector's buffers and evaluates a `control.JointPD` that is t
 actuation; it writes into arrays the step allocates (`SteadyArrays`: numba boxes an array a
 kernel returns for about 0.6 µs). It and the detection kernel are called through their
 compiled entry points (`models.jitcache.entry_point`) while their arguments' types hold, which
-skips numba's typing of each argument (8 µs of a robot's step).
+skips numba's typing of each argument (8 µs of a robot's step). What a step reads of the last
+contact set is kept while the set, its operator, the tail and λ_max are the same objects
+(`SetPlan`), and its arrays and a PD's go to the kernel as one structref each (`SetArrays`,
+`PDArrays`, made once per set and per PD: the call unboxes two handles instead of 17 arrays).
 """
 from __future__ import annotations
 

@@ -156,6 +156,22 @@ def test_pd_gains_replaced_between_steps_reach_the_steady_step():
     assert_same_steps(out[0][0], out[1][0])
 
 
+def test_detector_buffers_replaced_between_steps_reach_the_steady_step():
+    """The detector's output buffers replaced between two steps (they grow when a detection finds
+    more contacts than they hold, a user's own `detect` call included): the steady step's kept
+    arrays of the set (`SetArrays`) follow them; the same steps as the staged path."""
+    out = []
+    for steady in (False, True):
+        sim = simstep.Simulator(scenes.quadruped("go2"), steady_steps=steady)
+        rows, n = record(sim, 200)
+        det = sim.detector
+        det._alloc_out(2 * det._out[0].shape[1])        # what a detection does when they overflow
+        more, m = record(sim, 100)
+        out.append((rows + more, (n, m)))
+    assert out[0][1] == (0, 0) and min(out[1][1]) > 60
+    assert_same_steps(out[0][0], out[1][0])
+
+
 def test_a_pd_reference_is_evaluated_once_a_step():
     """A `JointPD`'s q_ref_fn runs once a step, also on the steps whose steady call fell back to
     the staged path (a trot in place: feet touch down and lift off), which takes the torques the

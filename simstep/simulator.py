@@ -48,7 +48,7 @@ from .lcp_step import LCPContactModel
 from .problem import ProblemAssembler
 from .projection import project_loop_closures
 from .results import StepContacts, StepStats, Trajectory, attach_contacts, max_penetration
-from .steady import SteadyArrays, SteadyStep
+from .steady import ContactArrays, SteadyStep
 from .world import World, matrix_to_quat
 
 
@@ -435,7 +435,7 @@ class Simulator:
         built on first access after the step, not by the step itself)."""
         if self._contacts is None:
             c, lam, dt = self._step_contacts
-            if type(c) is SteadyArrays:      # a steady step's arrays (`SteadyStep.step`)
+            if type(c) is ContactArrays:      # a steady step's (`SteadyStep.step`)
                 c = c.contacts()
             k = len(c)
             self._contacts = StepContacts(c.body1, c.body2, c.position, c.frame, c.distance,
@@ -616,7 +616,7 @@ class Simulator:
 
     def _commit(self, q_next, v_next, d_next, c, lam, warm_lam, applied, st, max_pen=None):
         """The new state, contacts, warm start and sensors' inputs (nothing here can fail):
-        c the step's `collision.Contacts` (or a steady step's `SteadyArrays`, max_pen then given),
+        c the step's `collision.Contacts` (or a steady step's `ContactArrays`, max_pen then given),
         applied the step's joint torques (nv,) as an array of its own (actuation arrays may be
         reused), max_pen the contacts' deepest penetration if known (m)."""
         self._prev = (self.q, self.v)    # the step's start, for the IMU's finite difference (never mutated)

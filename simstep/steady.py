@@ -139,14 +139,24 @@ class SteadyArrays(NamedTuple):
         e = np.empty
         return tuple.__new__(cls, (e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3))))
 
+
+class ContactArrays(NamedTuple):
+    """A steady step's contacts as the arrays `collision.Contacts.of_arrays` takes, i (5, k),
+    s (4, k), position (k, 3), frame (k, 3, 3): the `Contacts` are made only when
+    `Simulator.contacts` is read."""
+    i: np.ndarray
+    s: np.ndarray
+    position: np.ndarray
+    frame: np.ndarray
+
     @property
     def key(self):
         """The contacts' keys (k,) (what `ProblemAssembler.commit` reads, with position and frame)."""
-        return self.contact_i[4]
+        return self.i[4]
 
     def contacts(self):
-        """The step's `collision.Contacts`, over these arrays (made when `Simulator.contacts` is read)."""
-        return Contacts.of_arrays(self.contact_i, self.contact_s, self.position, self.frame)
+        """The `collision.Contacts` over these arrays."""
+        return Contacts.of_arrays(self.i, self.s, self.position, self.frame)
 
 
 @structref.register
@@ -454,7 +464,8 @@ class SteadyStep:
         d_next._computed(out.q_next, True)
         st.time_solver = time.perf_counter() - t1
         st.steady = True
-        sim._commit(out.q_next, out.v_next, d_next, out, out.lam, out.warm if r.warm_polished else out.lam,
+        c = tuple.__new__(ContactArrays, (out.contact_i, out.contact_s, out.position, out.frame))
+        sim._commit(out.q_next, out.v_next, d_next, c, out.lam, out.warm if r.warm_polished else out.lam,
                     tau_v if pd else tau_v.copy(), st, r.max_penetration)
         self._qv = (out.q_next, out.v_next)
         return None

@@ -44,17 +44,7 @@ def worker(root, scene, state, steps, core):
     d = np.load(state)
     sim = simstep.Simulator(world, dt=bs.DT)
     sim.set_state(d["q"], d["v"], t=float(d["t"]))
-    step_mj = None
-    if mj is not None:
-        import mujoco
-        mjm, mjd, control = mj()
-
-        def step_mj():
-            if control is not None:     # the trot's targets, timed as ours evaluates them in its step
-                control(mjm, mjd)
-            mujoco.mj_step(mjm, mjd)
-        for _ in range(int(round(settle / bs.DT))):
-            step_mj()
+    step_mj = None if mj is None else _mujoco_stepper(mj, settle, bs.DT)
     for _ in range(200):                   # warm start, ρ and the compiled code's first calls
         sim.step()
     print("ready", flush=True)
@@ -68,6 +58,21 @@ def worker(root, scene, state, steps, core):
                 step_mj()
         t2 = time.perf_counter()
         print((t1 - t0) / steps * 1e6, (t2 - t1) / steps * 1e6 if step_mj is not None else float("nan"), flush=True)
+
+
+def _mujoco_stepper(mj, settle, dt):
+    """One step of the scene's MuJoCo (its control first: the trot's targets, timed as ours
+    evaluates them inside its step), after `settle` s of them."""
+    import mujoco
+    mjm, mjd, control = mj()
+
+    def step():
+        if control is not None:
+            control(mjm, mjd)
+        mujoco.mj_step(mjm, mjd)
+    for _ in range(int(round(settle / dt))):
+        step()
+    return step
 
 
 def compare(scene, base, rounds, steps, core, warm_rounds):

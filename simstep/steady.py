@@ -339,9 +339,9 @@ steady_articulated_kernel = kernel_variant(steady_step_kernel, "steady_articulat
 
 
 class SteadyStep:
-    """A simulator's steady path (module docstring): `step` runs stages 3–7 of a qualifying
-    step and returns True, or returns False having changed nothing the staged path reads.
-    One per simulator (it keeps that simulator's `StepConstants`)."""
+    """A simulator's steady path (module docstring): `step` runs a qualifying step and returns
+    None, or returns what it got to for the staged path, having changed nothing that path reads.
+    One per simulator (it keeps that simulator's `StepConstants`, plan and PD arrays)."""
 
     def __init__(self):
         self._cst, self._key = None, None

@@ -456,8 +456,7 @@ class SteadyStep:
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
         c0 = p.points
         c0.position, c0.frame = out.position, out.frame
-        if r.iterations:         # else the warm start held: nothing to keep
-            admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, p.L, m, rho_min)
+        admm.keep_after(op, r.iterations, r.polish_solves, r.rho, r.eigenvalue_used, p.L, m, rho_min)
         a.op = op
         st.ncontacts, st.nrows = k, m
         st.record_solve(r)

@@ -33,6 +33,7 @@ contact set is kept while the set, its operator, the tail and λ_max are the sam
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import NamedTuple
 
@@ -213,14 +214,13 @@ def _new_set_arrays(out_i, out_p, out_R, out_s, keys, cb_f, tail_active, kind, s
 
 
 _EMPTY = np.zeros(0)
-_NO_PD = []      # `_no_pd`'s placeholder, made on first use (its constructor is a kernel)
 
 
+@functools.cache
 def _no_pd():
-    """The `PDArrays` passed when the kernel does not evaluate a PD (empty arrays)."""
-    if not _NO_PD:
-        _NO_PD.append(PDArrays(*(np.zeros(0) for _ in range(4)), np.zeros(0, np.int64), np.zeros(0, np.int64)))
-    return _NO_PD[0]
+    """The `PDArrays` passed when the kernel does not evaluate a PD (empty arrays), made on first
+    use (its constructor is a kernel)."""
+    return PDArrays(*(np.zeros(0) for _ in range(4)), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 class SetPlan(NamedTuple):

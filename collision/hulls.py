@@ -5,8 +5,9 @@
 that vertex) every vertex within a tolerance of the support height. Both visit a few dozen
 vertices where a scan visits all of them (G1's hulls have up to 2167). `hull_patch_collapses`
 tells a support set that is a face from the cap of a tessellated curved surface (whose contact
-patch is one point).
+patch is one point: `hull_tied_point`, or two on a line, `hull_tied_partner`).
 """
+import math
 from collections import namedtuple
 
 from numba import njit
@@ -40,6 +41,9 @@ NSEED = 14
 # face when within PATCH_PLANE_EPS patch tolerances of its plane
 PATCH_FACE_MIN = 1.0
 PATCH_PLANE_EPS = 0.01
+# a collapsed cap's two near-tied vertices rest on a line when they span at least this fraction of
+# the patch band along the line through them (`hull_tied_partner`)
+LINE_SPAN = 0.5
 
 
 @njit(**_NONRT_INLINE)
@@ -172,12 +176,18 @@ def hull_patch_collapses(g, cverts, hg, v0, hmax, m, l0, l1, l2, tol):
 @njit(**_NONRT)
 def hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol):
     """For a support set hg.queue[:m] that collapses (`hull_patch_collapses`; v0 its extreme
-    vertex, of height hmax along the unit l): the vertex of the set within PATCH_PLANE_EPS · tol
-    of hmax farthest from v0 across l, if farther than tol (m), else −1. A cap that rests on a
-    plane on two near-tied vertices (apart along a rounded link lying on the floor) then keeps
-    both, whichever the climb reached (`narrow._hull_plane`; hull pairs keep the one vertex):
-    G1's hip link lying has two lowest vertices 1.4 cm apart, and its one contact point, with
-    80 N on it, moved between them every 8 steps."""
+    vertex, of height hmax along the unit l): the vertex w of the set within PATCH_PLANE_EPS · tol
+    of hmax farthest from v0 across l, if farther than tol (m) and if the two span at least
+    LINE_SPAN of the patch band (the set's vertices within tol of hmax) along the line through
+    them; else −1. Such a pair rests on the plane along a line (a rounded link lying on a level
+    edge, the rest of its cap millimetres up): both are kept, whichever the climb reached
+    (`narrow._hull_plane`; with the extreme vertex alone, G1's hip link lying on the floor moved
+    its one contact, 80 N, between two such vertices 1.4 cm apart every few steps). A pair
+    inside a wider band is a level edge of a tessellated round cap, which rolls on one point
+    (`hull_tied_point`): the Go2 foot's cap (band 17 mm wide) has level edges 4.2 mm long,
+    and two contacts that close make the Delassus matrix nearly singular (eigenvalues 1e-6 of
+    its largest) and the contact problem hard (`bench_step`'s trotting in place, 2000 steps: 15
+    took 10 to 1000 ADMM iterations with both points, 3 took 10 to 12 with one)."""
     thr = hmax - PATCH_PLANE_EPS * tol
     x0, x1, x2 = cverts[v0, 0], cverts[v0, 1], cverts[v0, 2]
     best, w = tol * tol, -1
@@ -190,7 +200,47 @@ def hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol):
         s = d0 * d0 + d1 * d1 + d2 * d2 - dl * dl
         if s > best:
             best, w = s, v
-    return w
+    if w < 0:
+        return -1
+    # e: the lateral unit direction v0 → w; the band's extent along e
+    d0, d1, d2 = cverts[w, 0] - x0, cverts[w, 1] - x1, cverts[w, 2] - x2
+    dl = d0 * l0 + d1 * l1 + d2 * l2
+    sep = math.sqrt(best)
+    e0, e1, e2 = (d0 - dl * l0) / sep, (d1 - dl * l1) / sep, (d2 - dl * l2) / sep
+    lo, hi = 0.0, 0.0
+    band = hmax - tol
+    for j in range(m):
+        v = hg.queue[j]
+        if cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2 < band:
+            continue
+        a = (cverts[v, 0] - x0) * e0 + (cverts[v, 1] - x1) * e1 + (cverts[v, 2] - x2) * e2
+        lo, hi = min(lo, a), max(hi, a)
+    return w if sep >= LINE_SPAN * (hi - lo) else -1
+
+
+@njit(**_NONRT)
+def hull_tied_point(cverts, hg, hmax, m, l0, l1, l2, tol):
+    """The one contact point of a collapsed cap without a line pair (`hull_tied_partner`): the
+    mean of the support set's vertices within PATCH_PLANE_EPS · tol of hmax (the set
+    hg.queue[:m] along the unit l), weighted 1 at hmax down to 0 at that band's edge: its
+    coordinates (geometry frame), at a height within PATCH_PLANE_EPS · tol of hmax. Whichever of
+    near-tied extreme vertices the climb reached, the point is the same, and it moves
+    continuously as a vertex enters or leaves the band: a rolling cap's contact walks along its
+    level edge instead of jumping from one end to the other."""
+    eps = PATCH_PLANE_EPS * tol
+    thr = hmax - eps
+    sw, c0, c1, c2 = 0.0, 0.0, 0.0, 0.0
+    for j in range(m):
+        v = hg.queue[j]
+        h = cverts[v, 0] * l0 + cverts[v, 1] * l1 + cverts[v, 2] * l2
+        if h < thr:
+            continue
+        wt = (h - thr) / eps if eps > 0.0 else 1.0
+        sw += wt
+        c0 += wt * cverts[v, 0]
+        c1 += wt * cverts[v, 1]
+        c2 += wt * cverts[v, 2]
+    return c0 / sw, c1 / sw, c2 / sw
 
 
 @njit(**_NONRT)

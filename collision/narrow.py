@@ -19,7 +19,7 @@ from . import gjk, hulls, patch, support, workspace
 from .jitopts import _NONRT, _NONRT_INLINE
 from .kinds import BOX, CAPSULE, CONVEX, CYLINDER, PLANE, SPHERE
 from .patch import build_patch, patch_along_normal
-from .hulls import hull_climb, hull_flood, hull_patch_collapses, hull_tied_partner
+from .hulls import hull_climb, hull_flood, hull_patch_collapses, hull_tied_partner, hull_tied_point
 from .support import (INF_FEATURE, _cvert_world, _support_box, box_height, hull_points_unordered,
                       support_feature, support_height)
 from .workspace import (_VC1, _VC2, _VEX0, _VN, _VNEGN, _VPAW, _VPBW, _VPLA0, _VPLA1, _VPLB0, _VPLB1, _VREF,
@@ -201,9 +201,11 @@ def _hull_plane(s, pa, gR, gp, cverts, hg, margin, tol, pu, V, i_u, i_ws, i_wp, 
     the climb's vertex gives the lowest point (the margin test) and starts the flood fill of the
     support set (`hulls.hull_flood`), whose extreme vertex (first of `hull_points_unordered`) is
     the witness; a set that is a curved surface's cap, not a face (`hulls.hull_patch_collapses`,
-    decided on the band of width tol, not the one widened by the penetration), is that vertex
-    alone, or with a near-tied vertex far from it the two (`hulls.hull_tied_partner`). Otherwise
-    the same result as `support_height` then `support_feature`, with one climb."""
+    decided on the band of width tol, not the one widened by the penetration), is one point,
+    the weighted mean of its near-tied lowest vertices (`hulls.hull_tied_point`: up to
+    PATCH_PLANE_EPS · tol above the lowest), or two when two of them rest on a line
+    (`hulls.hull_tied_partner`). Otherwise the same result as `support_height` then
+    `support_feature`, with one climb."""
     u0, u1, u2 = V[i_u, 0], V[i_u, 1], V[i_u, 2]
     l0 = gR[s, 0, 0] * u0 + gR[s, 1, 0] * u1 + gR[s, 2, 0] * u2      # u in the hull's frame
     l1 = gR[s, 0, 1] * u0 + gR[s, 1, 1] * u1 + gR[s, 2, 1] * u2
@@ -213,13 +215,18 @@ def _hull_plane(s, pa, gR, gp, cverts, hg, margin, tol, pu, V, i_u, i_ws, i_wp, 
     if low > margin:
         return 0
     m = hull_flood(cverts, hg, v0, hmax, l0, l1, l2, tol - min(low, 0.0))
-    if hull_patch_collapses(s, cverts, hg, v0, hmax, m, l0, l1, l2, tol):   # a curved cap: its extreme vertex
-        w = hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol)    # and a near-tied far one
-        for k in range(3):
-            F[0, k] = _cvert_world(gR, gp, s, cverts, v0, k)
-            if w >= 0:
+    if hull_patch_collapses(s, cverts, hg, v0, hmax, m, l0, l1, l2, tol):   # a curved cap: one point,
+        w = hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol)    # or two on a line
+        if w >= 0:
+            for k in range(3):
+                F[0, k] = _cvert_world(gR, gp, s, cverts, v0, k)
                 F[1, k] = _cvert_world(gR, gp, s, cverts, w, k)
-        m = 1 if w < 0 else 2
+            m = 2
+        else:
+            c0, c1, c2 = hull_tied_point(cverts, hg, hmax, m, l0, l1, l2, tol)     # (geometry frame)
+            for k in range(3):
+                F[0, k] = gp[s, k] + gR[s, k, 0] * c0 + gR[s, k, 1] * c1 + gR[s, k, 2] * c2
+            m = 1
     else:
         m = hull_points_unordered(s, gR, gp, cverts, hg, m, V, i_u, F)
     dmin = pu - _dotrr(F, 0, V, i_u)   # F[0] is the lowest: no point of F is deeper

@@ -1,6 +1,7 @@
 """Contact patches of convex hulls (issue 13): a support set that is the cap of a tessellated
-curved surface collapses to its extreme vertex (`collision.hulls.hull_patch_collapses`); a
-face of the hull keeps its patch.
+curved surface collapses to one point (`collision.hulls.hull_patch_collapses`: its extreme
+vertex, or the weighted mean of near-tied ones, `hull_tied_point`), or to two on a line; a face
+of the hull keeps its patch.
 
 Oracles: the sphere's closed form (an icosphere's vertices lie on its sphere, one straight
 down), the hull's vertices by numpy (the lowest vertex, the band of the patch tolerance), the
@@ -83,27 +84,73 @@ def test_sphere_hull_rests_on_one_point(meshes, name, under):
     assert w.model.body_names[c.body1[0]] == "hull"
 
 
+def _tied_point(v):
+    """The oracle of `hulls.hull_tied_point` for a hull with vertices v (n, 3) resting on the
+    ground: the mean of the vertices within PATCH_PLANE_EPS patch tolerances of the lowest,
+    weighted 1 at the lowest down to 0 at that band's top."""
+    eps = PATCH_PLANE_EPS * TOL
+    low = v[:, 2].min()
+    w = np.clip((low + eps - v[:, 2]) / eps, 0.0, None)
+    return (w[:, None] * v).sum(0) / w.sum()
+
+
 @pytest.mark.parametrize("seed", range(6))
-def test_tilted_sphere_hull_one_point_at_lowest_vertex(meshes, seed):
+def test_tilted_sphere_hull_one_point_at_its_lowest_vertices(meshes, seed):
     """Random orientations of the icosphere on the ground, its lowest vertex (numpy over the
-    hull's vertices) 0.2 mm deep: one contact, at that vertex, and a second one at the vertex
-    farthest from it among those within PATCH_PLANE_EPS patch tolerances (10 µm) of its height
-    when that one is more than a patch tolerance away (`hulls.hull_tied_partner`; seed 4)."""
+    hull's vertices) 0.2 mm deep: one contact, at that vertex, or where another vertex lies
+    within PATCH_PLANE_EPS patch tolerances (10 µm) of its height (seed 4: 3.5 mm away, a level
+    edge of the sphere's cap, not a line the sphere rests on), at the weighted mean of the two
+    (`hulls.hull_tied_point`)."""
     rng = np.random.default_rng(seed)
     R = Rotation.random(random_state=rng.integers(1 << 30))
     v = R.apply(trimesh.load(meshes["ico4"]).vertices)
     low = v[np.argmin(v[:, 2])]
-    tied = v[v[:, 2] <= low[2] + PATCH_PLANE_EPS * TOL]
-    far = np.linalg.norm((tied - low)[:, :2], axis=1)
+    ntied = int(np.sum(v[:, 2] < low[2] + PATCH_PLANE_EPS * TOL))
+    assert ntied == (2 if seed == 4 else 1)
+    x = _tied_point(v)
     p = np.array([0.0, 0.0, -low[2] - 2e-4])
     w = _world(meshes["ico4"], p, R.as_quat())
     c = _detect(w)
-    expect = [low] + ([tied[np.argmax(far)]] if far.max() > TOL else [])
-    assert len(c) == len(expect) == (2 if seed == 4 else 1)
-    for x in expect:
-        j = int(np.argmin(np.linalg.norm(c.position - (x + p), axis=1)))
-        assert np.isclose(c.distance[j], x[2] - low[2] - 2e-4, atol=1e-9)
-        assert np.allclose(c.position[j], x + p - (0, 0, 0.5 * c.distance[j]), atol=1e-9)
+    assert len(c) == 1
+    assert np.isclose(c.distance[0], x[2] - low[2] - 2e-4, atol=1e-9)
+    assert np.allclose(c.position[0], x + p - (0, 0, 0.5 * c.distance[0]), atol=1e-9)
+    if ntied == 1:
+        assert np.allclose(x, low)
+
+
+def test_a_rolling_cap_moves_its_contact_continuously_along_a_level_edge(meshes):
+    """A Go2-foot-sized icosphere (2 cm) tilted through the orientation where one of its cap's
+    edges is level (the edge's midpoint straight down), by δ = −4 … 4 mrad about the level axis
+    across the edge: one contact each time (the edge, 3 mm, spans a quarter of the 1 mm band's
+    12 mm: not a line, `hulls.hull_tied_partner`), at the weighted mean of the near-tied vertices
+    (numpy oracle), the edge's midpoint at δ = 0 and the lower end once the other is more than
+    10 µm up, and between them it moves by less than the edge's length per step (the extreme
+    vertex alone jumps from one end to the other)."""
+    v0 = trimesh.load(meshes["foot"]).vertices
+    hull = ConvexHull(v0)
+    a = hull.vertices[np.argmin(v0[hull.vertices, 2])]
+    edges = {tuple(sorted((s[i], s[j]))) for s in hull.simplices for i, j in ((0, 1), (1, 2), (0, 2))}
+    b = min({j for i, j in edges if i == a} | {i for i, j in edges if j == a}, key=lambda j: v0[j, 2])
+    mid = 0.5 * (v0[a] + v0[b])
+    level = Rotation.align_vectors([[0.0, 0.0, -1.0]], [mid])[0]     # the edge's midpoint straight down
+    e = level.apply(v0[b] - v0[a])
+    across = Rotation.from_rotvec(np.cross(e, (0, 0, 1.0)) / np.linalg.norm(np.cross(e, (0, 0, 1.0))))
+    pts = []
+    for delta in np.linspace(-4e-3, 4e-3, 9):
+        R = Rotation.from_rotvec(delta * across.as_rotvec()) * level
+        v = R.apply(v0)
+        x = _tied_point(v)
+        p = np.array([0.0, 0.0, -v[:, 2].min() - 2e-4])
+        c = _detect(_world(meshes["foot"], p, R.as_quat()))
+        assert len(c) == 1
+        assert np.allclose(c.position[0], x + p - (0, 0, 0.5 * c.distance[0]), atol=1e-9)
+        pts.append(x)
+        if delta == 0.0:     # (the STL's float32 vertices leave the two ends 1e-10 m apart in height)
+            assert np.allclose(x, level.apply(mid), atol=1e-6)
+        if abs(delta) * np.linalg.norm(e) > 1.01 * PATCH_PLANE_EPS * TOL:
+            assert np.allclose(x, v[np.argmin(v[:, 2])])
+    steps = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+    assert np.linalg.norm(pts[-1] - pts[0]) > 0.9 * np.linalg.norm(e) and steps.max() < 0.5 * np.linalg.norm(e)
 
 
 @pytest.mark.parametrize("xy", [(0.0, 0.0), (0.003, 0.001)])

@@ -222,11 +222,12 @@ def hull_tied_partner(cverts, hg, v0, hmax, m, l0, l1, l2, tol):
 def hull_tied_point(cverts, hg, hmax, m, l0, l1, l2, tol):
     """The one contact point of a collapsed cap without a line pair (`hull_tied_partner`): the
     mean of the support set's vertices within PATCH_PLANE_EPS · tol of hmax (the set
-    hg.queue[:m] along the unit l), weighted 1 at hmax down to 0 at that band's edge: its
-    coordinates (geometry frame), at a height within PATCH_PLANE_EPS · tol of hmax. Whichever of
-    near-tied extreme vertices the climb reached, the point is the same, and it moves
-    continuously as a vertex enters or leaves the band: a rolling cap's contact walks along its
-    level edge instead of jumping from one end to the other."""
+    hg.queue[:m] along the unit l), weighted 1 at hmax down to 0 at that band's edge, moved along
+    l to the height hmax (at most PATCH_PLANE_EPS · tol: the contact's distance is the extreme
+    vertex's, as MuJoCo's): its coordinates (geometry frame). Whichever of near-tied extreme
+    vertices the climb reached, the point is the same, and it moves continuously as a vertex
+    enters or leaves the band: a rolling cap's contact walks along its level edge instead of
+    jumping from one end to the other."""
     eps = PATCH_PLANE_EPS * tol
     thr = hmax - eps
     sw, c0, c1, c2 = 0.0, 0.0, 0.0, 0.0
@@ -240,7 +241,9 @@ def hull_tied_point(cverts, hg, hmax, m, l0, l1, l2, tol):
         c0 += wt * cverts[v, 0]
         c1 += wt * cverts[v, 1]
         c2 += wt * cverts[v, 2]
-    return c0 / sw, c1 / sw, c2 / sw
+    c0, c1, c2 = c0 / sw, c1 / sw, c2 / sw
+    up = hmax - (c0 * l0 + c1 * l1 + c2 * l2)
+    return c0 + up * l0, c1 + up * l1, c2 + up * l2
 
 
 @njit(**_NONRT)

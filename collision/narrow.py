@@ -202,8 +202,8 @@ def _hull_plane(s, pa, gR, gp, cverts, hg, margin, tol, pu, V, i_u, i_ws, i_wp, 
     support set (`hulls.hull_flood`), whose extreme vertex (first of `hull_points_unordered`) is
     the witness; a set that is a curved surface's cap, not a face (`hulls.hull_patch_collapses`,
     decided on the band of width tol, not the one widened by the penetration), is one point,
-    the weighted mean of its near-tied lowest vertices (`hulls.hull_tied_point`: up to
-    PATCH_PLANE_EPS · tol above the lowest), or two when two of them rest on a line
+    the weighted mean of its near-tied lowest vertices at the lowest one's height
+    (`hulls.hull_tied_point`), or two when two of them rest on a line
     (`hulls.hull_tied_partner`). Otherwise the same result as `support_height` then
     `support_feature`, with one climb."""
     u0, u1, u2 = V[i_u, 0], V[i_u, 1], V[i_u, 2]

@@ -87,11 +87,12 @@ def test_sphere_hull_rests_on_one_point(meshes, name, under):
 def _tied_point(v):
     """The oracle of `hulls.hull_tied_point` for a hull with vertices v (n, 3) resting on the
     ground: the mean of the vertices within PATCH_PLANE_EPS patch tolerances of the lowest,
-    weighted 1 at the lowest down to 0 at that band's top."""
+    weighted 1 at the lowest down to 0 at that band's top, at the lowest's height."""
     eps = PATCH_PLANE_EPS * TOL
     low = v[:, 2].min()
     w = np.clip((low + eps - v[:, 2]) / eps, 0.0, None)
-    return (w[:, None] * v).sum(0) / w.sum()
+    x = (w[:, None] * v).sum(0) / w.sum()
+    return np.array([x[0], x[1], low])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -99,8 +100,8 @@ def test_tilted_sphere_hull_one_point_at_its_lowest_vertices(meshes, seed):
     """Random orientations of the icosphere on the ground, its lowest vertex (numpy over the
     hull's vertices) 0.2 mm deep: one contact, at that vertex, or where another vertex lies
     within PATCH_PLANE_EPS patch tolerances (10 µm) of its height (seed 4: 3.5 mm away, a level
-    edge of the sphere's cap, not a line the sphere rests on), at the weighted mean of the two
-    (`hulls.hull_tied_point`)."""
+    edge of the sphere's cap, not a line the sphere rests on), at the weighted mean of the two,
+    as deep as the lowest (`hulls.hull_tied_point`)."""
     rng = np.random.default_rng(seed)
     R = Rotation.random(random_state=rng.integers(1 << 30))
     v = R.apply(trimesh.load(meshes["ico4"]).vertices)

@@ -47,13 +47,14 @@ import solvers.admm
 import solvers.constraints
 from collision.detector import Contacts
 from models.jitcache import drop_stale_cache, entry_point, kernel_variant
+from solvers.opstate import max_eigenvalue
 from solvers.admm import admm_kernel
 from solvers.constraints import contact_points_kernel
 
 from . import control, integrator, problem, results
 from .control import JointPD, pd_torque_kernel
 from .integrator import articulated_step_kernel, free_step_kernel, step_end_kernel
-from .problem import WARM_START_GATE, active_limits_kernel, step_vectors_kernel
+from .problem import KEEP_SETS, WARM_START_GATE, active_limits_kernel, same_pairs_kernel, step_vectors_kernel
 from .results import max_penetration
 
 # the kernel compiles in the stages' kernels (their own modules guard their callees)
@@ -346,6 +347,7 @@ class SteadyStep:
     def __init__(self):
         self._cst, self._key = None, None
         self._entry, self._qv = None, (None, None)     # `_dispatch`'s entry point; the last step's q⁺, v⁺
+        self._entries = {}                              # the entry points of the kept sets, by id of their set
         self._gains = None                              # the last step's PD arrays and their `PDArrays`
         self._target = None                             # and its targets q*
         self._plan = None                               # `_plan_of`'s last `SetPlan`
@@ -380,7 +382,7 @@ class SteadyStep:
                 float(sim.max_depenetration_velocity), float(sim.restitution_threshold), WARM_START_GATE,
                 a._extra_rows)
             self._key = key
-            self._entry = None       # the kernel is typed anew for the new constants
+            self._entry, self._entries = None, {}       # the kernel is typed anew for the new constants
         return self._cst
 
     def step(self, sim, tau, st, phase):
@@ -400,18 +402,19 @@ class SteadyStep:
             p = self._plan = self._plan_of(a, det)
             if p is None:
                 return _NOT_STEADY
-        set_keys, cs, m = p.set[1], p.set[2], p.m
         # 1-2: the contacts, left in the detector's buffers
         t0 = time.perf_counter()
         d = sim.data
         counts = det.run_placed(d.oR, d.op)
         k = counts[2]
-        if counts[1] or k != set_keys.shape[0] or not k or det._out is not p.out:    # (buffers grown: other pairs)
-            c = det.contacts_of(*counts)
-            st.time_collision = time.perf_counter() - t0
-            return c, None
         t1 = time.perf_counter()
         st.time_collision = t1 - t0
+        sw = None       # a kept set of other pairs the step switches to (`_switch`)
+        if counts[1] or not k or det._out is not p.out or \
+                (k != p.set[1].shape[0] and (sw := self._switch(sim, a, det, k)) is None):
+            c = det.contacts_of(*counts)       # (buffers grown: other pairs)
+            st.time_collision = time.perf_counter() - t0
+            return c, None
         # 3: the joint torques, by the kernel for a `JointPD` that is the whole actuation
         act = sim.actuation
         pd = tau is None and type(act) is JointPD and sim._pd is None and not sim._damped
@@ -424,7 +427,7 @@ class SteadyStep:
             g = self._gains
             if g is None or act.kp is not g[0] or act.kd is not g[1] or act.v_target is not g[2] \
                     or act.limit is not g[3] or act.iq is not g[4] or act.iv is not g[5]:
-                self._entry = None       # a PD array replaced: its type may differ from the entry point's
+                self._entry, self._entries = None, {}    # a PD array replaced: its type may differ from the entry point's
                 g = self._gains = (act.kp, act.kd, act.v_target, act.limit, act.iq, act.iv,
                                    PDArrays(act.kp, act.kd, act.v_target, act.limit, act.iq, act.iv))
             gains = g[6]
@@ -434,25 +437,40 @@ class SteadyStep:
             tau_v = sim._actuation(tau, st, phase)
             t1 = time.perf_counter()
         phase[0] = "the steady step (stages 3-6 in one call)"
-        op = p.op.refresh(d)
-        state = op.compiled_state()
-        w = a.warm
-        carry = a.carries_tail(m - 3 * k)
         rho_min = admm.settings.mu_prox
-        prm = admm.params_for(p.L, m, rho_min)
         d_next = sim._data_next
         q, v = sim.q, sim.v
-        out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k)
-        args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, target, sim._fext, p.arrays,
-                w.keys, w.position, w.frame, w.lam, carry, prm, sim._v_sum, d_next._factored, out)
-        entry = self._entry
-        if entry is not None and entry[2] is not None and entry[0] is cs and entry[1] is op and q is self._qv[0] \
-                and v is self._qv[1]:
-            r = SteadyOut._make(entry[2](*args))
-        else:
-            r = SteadyOut._make(self._dispatch(sim, cs, op, args))
+        if sw is not None:
+            p = sw[1]
+        while True:
+            cs, m = p.set[2], p.m
+            op = p.op.refresh(d)
+            state = op.compiled_state()
+            w = a.warm
+            carry = a.carries_tail(m - 3 * k)
+            prm = admm.params_for(p.L, m, rho_min)
+            out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k)
+            args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, target, sim._fext,
+                    p.arrays, w.keys, w.position, w.frame, w.lam, carry, prm, sim._v_sum, d_next._factored, out)
+            entry = self._entry
+            if entry is not None and entry[0] is not cs:        # another set: its own entry point, if kept
+                entry = self._entries.get(id(cs))
+            if entry is not None and entry[2] is not None and entry[0] is cs and entry[1] is op and \
+                    q is self._qv[0] and v is self._qv[1]:
+                self._entry = entry
+                r = SteadyOut._make(entry[2](*args))
+            else:
+                r = SteadyOut._make(self._dispatch(sim, cs, op, args))
+            if r.status == PAIRS_CHANGED and sw is None:      # the same number of contacts, other pairs
+                sw = self._switch(sim, a, det, k)
+                if sw is not None:
+                    p = sw[1]
+                    continue
+            break
         if r.status != OK:       # the staged path goes on with the contacts and the torques
             return det.contacts_of(*counts), tau_v
+        if sw is not None:       # the staged path's bookkeeping of a kept set taken up again
+            p = self._switched(a, sw)
         # the staged path's bookkeeping: the set's points, the assembler's operator, the ADMM's ρ
         c0 = p.points
         c0.position, c0.frame = out.position, out.frame
@@ -468,6 +486,49 @@ class SteadyStep:
                     tau_v if pd else tau_v.copy(), st, r.max_penetration)
         self._qv = (out.q_next, out.v_next)
         return None
+
+    def _switch(self, sim, a, det, k):
+        """A kept contact set other than the last (`ProblemAssembler.sets`) whose pairs are those
+        of the k contacts in the detector's buffers, found as the staged path finds it (the first
+        in the list, with the current tail), with its operator: (its index, its `SetPlan` with the
+        operator refreshed at sim.data, λ_max estimated here or None if kept), or None. Changes
+        nothing the staged path reads: `_switched` takes it on once the step succeeded."""
+        keys, tail = det._out[0][4, :k], a.tail
+        for i in range(1, len(a.sets)):
+            e = a.sets[i]
+            if e[0] is tail[1] and same_pairs_kernel(e[1], keys):
+                break
+        else:
+            return None
+        tail_cs, set_keys, cs, cones = e
+        op = next((o for o in a.ops if o.cs is cs), None)
+        if op is None:
+            return None
+        m = cones.m
+        op.refresh(sim.data)        # as `ProblemAssembler._operator`, before its λ_max
+        L = a.cached_eigenvalue(cs, m)
+        new = None
+        out = det._out
+        if L is None:               # as `ProblemAssembler.max_eigenvalue`, at the set's new points
+            contact_points_kernel(out[1][:k], out[2][:k], cs.cb_f)     # (`ConstraintSet.refresh_contacts`)
+            L = new = max_eigenvalue(op, m, sim.admm.settings.eig_iters)
+        plan = SetPlan(e, op, tail, a._eig, max(float(L), 1e-12), m, cs.constraints[0], out,
+                       SetArrays(*out, set_keys, cs.cb_f, tail[3], *cones.arrays()))
+        return i, plan, new
+
+    def _switched(self, a, sw):
+        """After a successful step on a kept set (`_switch`): the assembler's lists reordered and
+        its λ_max kept as the staged path leaves them (`ProblemAssembler._constraints`,
+        `_operator`, `max_eigenvalue`); the set's plan kept for the next steps."""
+        i, p, new = sw
+        a.sets.insert(0, a.sets.pop(i))
+        if a.ops[0] is not p.op:
+            a.ops.remove(p.op)
+            a.ops.insert(0, p.op)
+        if new is not None:
+            a._eig = (p.set[2].graph_key(), p.m, new)
+        p = self._plan = p._replace(eig=a._eig)
+        return p
 
     @staticmethod
     def _plan_of(a, det):
@@ -495,4 +556,7 @@ class SteadyStep:
         kernel = steady_articulated_kernel if sim._free_step is articulated_step_kernel else steady_step_kernel
         r = kernel(*args)
         self._entry = (cs, op, entry_point(kernel, args))
+        if len(self._entries) >= 4 * KEEP_SETS:
+            self._entries = {}
+        self._entries[id(cs)] = self._entry
         return r

@@ -18,7 +18,8 @@ order on the same arrays, so its results are bitwise those of the staged path:
 
 `SteadyStep.step` decides whether a step qualifies (a matrix-free operator under the ADMM, the
 NCP model, no loop closures, compliance or restitution; contacts of the same pairs as the
-last set), runs the detection and commits the kernel's results; any other outcome of the
+last set, or as a set kept from earlier steps, which the step then takes up again as the staged
+path would: `SteadyStep._switch`), runs the detection and commits the kernel's results; any other outcome of the
 kernel (limits or pairs changed, a failed solve, a non-finite state) sends the step down the
 staged path, which recomputes it from the same inputs (with the torques of a `JointPD`
 the kernel computed first) and reports failures as always. The kernel also copies the

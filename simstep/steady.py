@@ -19,8 +19,8 @@ order on the same arrays, so its results are bitwise those of the staged path:
 `SteadyStep.step` decides whether a step qualifies (a matrix-free operator under the ADMM, the
 NCP model, no loop closures, compliance or restitution; contacts of the same pairs as the
 last set, or as a set kept from earlier steps, which the step then takes up again as the staged
-path would: `SteadyStep._switch`), runs the detection and commits the kernel's results; any other outcome of the
-kernel (limits or pairs changed, a failed solve, a non-finite state) sends the step down the
+path would: `SteadyStep._switch`), runs the detection and commits the kernel's results; any
+other outcome of the kernel (limits or pairs changed, a failed solve, a non-finite state) sends the step down the
 staged path, which recomputes it from the same inputs (with the torques of a `JointPD`
 the kernel computed first) and reports failures as always. The kernel also copies the
 contacts from the detector's buffers and evaluates a `control.JointPD` that is the whole
@@ -428,7 +428,7 @@ class SteadyStep:
             g = self._gains
             if g is None or act.kp is not g[0] or act.kd is not g[1] or act.v_target is not g[2] \
                     or act.limit is not g[3] or act.iq is not g[4] or act.iv is not g[5]:
-                self._entry, self._entries = None, {}    # a PD array replaced: its type may differ from the entry point's
+                self._entry, self._entries = None, {}    # a PD array replaced: its type may differ from the entries'
                 g = self._gains = (act.kp, act.kd, act.v_target, act.limit, act.iq, act.iv,
                                    PDArrays(act.kp, act.kd, act.v_target, act.limit, act.iq, act.iv))
             gains = g[6]

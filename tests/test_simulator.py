@@ -265,7 +265,7 @@ def test_contact_set_of_two_steps_before_is_refreshed_bitwise():
     assert p2.cs is not cs1 and p2.op is not op1
     c3 = _contacts_subset(c1, np.arange(k))           # the first set's contacts, moved
     p3 = asm.build(c3, sim.q, sim.v, v_free, d)
-    assert p3.cs is cs1 and p3.op is op1 and asm.ops == [op1, p2.op]
+    assert p3.cs is cs1 and p3.op is op1 and asm.ops[:2] == [op1, p2.op]
     ref.assembler.sets = []
     r3 = ref.assembler.build(c3, sim.q, sim.v, v_free, d)
     assert r3.cs is not cs1

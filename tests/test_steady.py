@@ -201,12 +201,12 @@ def test_a_return_to_a_kept_contact_set_is_a_steady_step():
     (`ProblemAssembler.sets`, KEEP_SETS) runs steady on that set (`SteadyStep._switch`: the set
     found as the staged path finds it, its operator refreshed and its λ_max estimated at the
     step's contact points when not kept), bitwise the staged path's step, which takes the same set
-    up again. Over two gait cycles (800 steps) changes of set in the second are steady."""
+    up again. Over two gait cycles (800 steps) the returns to earlier sets are steady."""
     world = go2_trotting()
     staged, _ = record(simstep.Simulator(world, steady_steps=False), 800)
     switches = []
     fused, _ = record(simstep.Simulator(world), 800, switches=switches)
-    assert len(switches) >= 3 and min(switches) > 300      # (measured: 4, from step 427)
+    assert len(switches) >= 3      # (measured: 4, from step 427, in the second cycle)
     assert_same_steps(staged, fused)
 
 

@@ -350,7 +350,7 @@ class ProblemAssembler:
             if ops and ops[0].cs is cs:      # the last step's set
                 op = ops[0].refresh(data)
             else:
-                op = next((o for o in ops if o.cs is cs), None)
+                op = self.kept_operator(cs)
                 if op is not None:
                     op.refresh(data)
                     ops.remove(op)
@@ -395,18 +395,31 @@ class ProblemAssembler:
         if not k:
             return tail, tail_cones, extra_err, limit_gaps
         sets = self.sets
-        for i, e in enumerate(sets):
-            if e[0] is tail and same_pairs_kernel(e[1], c.key):
-                # contacts of the same geometry pairs in the same order as one of the kept sets
-                # (the last step's, or one the contacts toggle back to; the points within a pair
-                # may have been renumbered): its points are refreshed in place, its graph kept
-                if i:
-                    sets.insert(0, sets.pop(i))
-                return e[2].refresh_contacts(c.position, c.frame), e[3], extra_err, limit_gaps
+        i = self.kept_set(tail, c.key)
+        if i >= 0:
+            # contacts of the same geometry pairs in the same order as one of the kept sets
+            # (the last step's, or one the contacts toggle back to; the points within a pair
+            # may have been renumbered): its points are refreshed in place, its graph kept
+            e = sets[i]
+            if i:
+                sets.insert(0, sets.pop(i))
+            return e[2].refresh_contacts(c.position, c.frame), e[3], extra_err, limit_gaps
         cs = ConstraintSet.with_contacts(tail, c.body1, c.body2, c.position, c.frame, c.friction)
         cones = ConeSet.with_contacts(c.friction, tail_cones)
         self.sets = [(tail, c.key, cs, cones)] + sets[:KEEP_SETS - 1]
         return cs, cones, extra_err, limit_gaps
+
+    def kept_set(self, tail, keys):
+        """The index in `sets` of the first kept set after the rows `tail` (a `ConstraintSet`)
+        whose contacts come from the geometry pairs of keys (k,) in the same order, or −1."""
+        for i, e in enumerate(self.sets):
+            if e[0] is tail and same_pairs_kernel(e[1], keys):
+                return i
+        return -1
+
+    def kept_operator(self, cs):
+        """The kept matrix-free operator of the constraint set cs (`ops`), or None."""
+        return next((o for o in self.ops if o.cs is cs), None)
 
     def _tail_cones(self, nlimits, dt):
         """The `ConeSet` of the rows after the contacts with `nlimits` active joint limits: the
@@ -517,14 +530,21 @@ class ProblemAssembler:
         """λ_max(G) for the ρ rule: re-estimated when the constraint graph (the coupled body
         pairs) changes or the number of rows moves by more than a quarter, else reused: G moves
         little in one step and the rule only needs its order of magnitude."""
+        L, new = self.estimate_eigenvalue(op, cs)
+        if new is not None:
+            self._eig = new
+        return L
+
+    def estimate_eigenvalue(self, op, cs):
+        """`max_eigenvalue`'s λ_max of the operator op of cs and, when it was estimated anew, the
+        entry to keep for it ((graph key, rows, λ_max), else None), without keeping it."""
         L = self.cached_eigenvalue(cs, op.m)
         if L is not None:
-            return L
+            return L, None
         # the same estimate for every operator (only matvec), so dense and matrix-free runs see
         # the same ρ and hence the same iterates up to round-off
         L = max_eigenvalue(op, op.m, self.sim.admm.settings.eig_iters)
-        self._eig = (cs.graph_key(), op.m, L)
-        return L
+        return L, (cs.graph_key(), op.m, L)
 
     def loop_error(self, closure, data):
         """Position error of a `LoopClosure` (3 or 6 rows: m, then rad for a weld's rotation

@@ -48,14 +48,13 @@ import solvers.admm
 import solvers.constraints
 from collision.detector import Contacts
 from models.jitcache import drop_stale_cache, entry_point, kernel_variant
-from solvers.opstate import max_eigenvalue
 from solvers.admm import admm_kernel
 from solvers.constraints import contact_points_kernel
 
 from . import control, integrator, problem, results
 from .control import JointPD, pd_torque_kernel
 from .integrator import articulated_step_kernel, free_step_kernel, step_end_kernel
-from .problem import KEEP_SETS, WARM_START_GATE, active_limits_kernel, same_pairs_kernel, step_vectors_kernel
+from .problem import KEEP_SETS, WARM_START_GATE, active_limits_kernel, step_vectors_kernel
 from .results import max_penetration
 
 # the kernel compiles in the stages' kernels (their own modules guard their callees)
@@ -490,32 +489,27 @@ class SteadyStep:
 
     def _switch(self, sim, a, det, k):
         """A kept contact set other than the last (`ProblemAssembler.sets`) whose pairs are those
-        of the k contacts in the detector's buffers, found as the staged path finds it (the first
-        in the list, with the current tail), with its operator: (its index, its `SetPlan` with the
-        operator refreshed at sim.data, λ_max estimated here or None if kept), or None. Changes
-        nothing the staged path reads: `_switched` takes it on once the step succeeded."""
-        keys, tail = det._out[0][4, :k], a.tail
-        for i in range(1, len(a.sets)):
-            e = a.sets[i]
-            if e[0] is tail[1] and same_pairs_kernel(e[1], keys):
-                break
-        else:
+        of the k contacts in the detector's buffers, found as the staged path finds it
+        (`ProblemAssembler.kept_set`, with the current tail), with its operator: (its index, its
+        `SetPlan` at the step's points with the operator refreshed at sim.data, the λ_max entry
+        estimated here or None if the kept one serves), or None. Beyond what the staged path
+        writes again itself (the set's points, the operator's refresh), it changes nothing that
+        path reads: `_switched` takes the set up once the step succeeded."""
+        out, tail = det._out, a.tail
+        i = a.kept_set(tail[1], out[0][4, :k])      # (not the last set: its pairs or count differ)
+        if i < 0:
             return None
-        tail_cs, set_keys, cs, cones = e
-        op = next((o for o in a.ops if o.cs is cs), None)
+        e = a.sets[i]
+        cs = e[2]
+        op = a.kept_operator(cs)
         if op is None:
             return None
-        m = cones.m
-        op.refresh(sim.data)        # as `ProblemAssembler._operator`, before its λ_max
-        L = a.cached_eigenvalue(cs, m)
-        new = None
-        out = det._out
-        if L is None:               # as `ProblemAssembler.max_eigenvalue`, at the set's new points
-            contact_points_kernel(out[1][:k], out[2][:k], cs.cb_f)     # (`ConstraintSet.refresh_contacts`)
-            L = new = max_eigenvalue(op, m, sim.admm.settings.eig_iters)
-        plan = SetPlan(e, op, tail, a._eig, max(float(L), 1e-12), m, cs.constraints[0], out,
-                       SetArrays(*out, set_keys, cs.cb_f, tail[3], *cones.arrays()))
-        return i, plan, new
+        # as `ProblemAssembler._constraints` and `_operator`, before its λ_max: the set's points,
+        # its operator at the step's Data
+        cs.refresh_contacts(out[1][:k], out[2][:k])
+        op.refresh(sim.data)
+        L, new = a.estimate_eigenvalue(op, cs)
+        return i, self._set_plan(e, op, tail, a._eig, L, out), new
 
     def _switched(self, a, sw):
         """After a successful step on a kept set (`_switch`): the assembler's lists reordered and
@@ -527,7 +521,7 @@ class SteadyStep:
             a.ops.remove(p.op)
             a.ops.insert(0, p.op)
         if new is not None:
-            a._eig = (p.set[2].graph_key(), p.m, new)
+            a._eig = new
         p = self._plan = p._replace(eig=a._eig)
         return p
 
@@ -543,8 +537,14 @@ class SteadyStep:
         L = a.cached_eigenvalue(cs, cones.m)
         if L is None:
             return None
-        out = det._out
-        return SetPlan(s0, op, tail, a._eig, max(float(L), 1e-12), cones.m, cs.constraints[0], out,
+        return SteadyStep._set_plan(s0, op, tail, a._eig, L, det._out)
+
+    @staticmethod
+    def _set_plan(s, op, tail, eig, L, out):
+        """The `SetPlan` of the kept set s = (tail, keys, ConstraintSet, ConeSet) on its operator
+        op, with λ_max L (from the kept estimate eig) and the detector's buffers out."""
+        tail_cs, set_keys, cs, cones = s
+        return SetPlan(s, op, tail, eig, max(float(L), 1e-12), cones.m, cs.constraints[0], out,
                        SetArrays(*out, set_keys, cs.cb_f, tail[3], *cones.arrays()))
 
     def _dispatch(self, sim, cs, op, args):

@@ -6,7 +6,8 @@ removes its cache files when any dependency's (mtime, size) changed since the la
 On import, `compile_without_literals`, `compile_without_cfunc_wrappers` and
 `link_large_kernels_by_reference` set how numba compiles the kernels of this project's packages
 (one specialisation per plain signature; no C-callable wrapper; a large callee's code called,
-not copied into each caller).
+not copied into each caller), and `shape_errors_unformatted` how numba compiles a slice
+assignment's shape check in this process (a constant message).
 """
 from __future__ import annotations
 
@@ -136,6 +137,28 @@ def compile_without_cfunc_wrappers():
 
     _customize_flags._no_cfunc = True
     cls._customize_flags = _customize_flags
+
+
+def shape_errors_unformatted():
+    """Compile array slice assignments (``a[:] = b``) with numba's constant error message.
+
+    Where the source's shape does not match, numba 0.68's CPU code formats both shapes into its
+    ValueError ("cannot assign slice of shape (3,) from input of shape (4,)"). That one function
+    compiles numba's string machinery (str of an int, join, concatenation) in each process that
+    compiles a slice assignment: about 2 s of a cold start, on the critical path of the first
+    run's worker (`simstep.warmup`). With this, the CPU target uses numba's generic-target
+    version, "cannot assign slice from input of different size" (the same ValueError, without
+    the shapes). Applied on the numba versions the rest of this module is checked on."""
+    import numba
+    if not numba.__version__.startswith(_LINK_TESTED[0]):
+        return
+    from numba.core.typing import templates
+    from numba.np import arrayobj
+    for f, fnty in templates.builtin_registry.globals:
+        if f is arrayobj.raise_with_shape_context:
+            for t in fnty.templates:
+                if getattr(t, "_overload_func", None) is arrayobj.ol_raise_with_shape_context_cpu:
+                    t._overload_func = arrayobj.ol_raise_with_shape_context_generic
 
 
 compile_without_literals()
@@ -342,3 +365,4 @@ def link_large_kernels_by_reference():
 
 
 link_large_kernels_by_reference()
+shape_errors_unformatted()

@@ -144,3 +144,60 @@ def test_entry_point_runs_the_specialisation_the_dispatcher_ran():
     eb, ea2 = entry_point(f, (b, out)), entry_point(f, (a, out))
     assert eb is not ea2 and ea2 is ea
     assert eb(b, out) == 4 and out[0] == 4.0
+
+
+_SLICE = """
+import sys
+import numpy as np
+import models  # noqa: F401  (installs shape_errors_unformatted)
+from numba import njit
+from numba.core import event
+
+names = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        names.append(f"{f.__module__}.{f.__qualname__}")
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+
+
+@njit
+def assign(a, b):
+    a[:] = b
+
+
+a = np.zeros(3)
+assign(a, np.arange(3.0))
+print(a.tolist() == [0.0, 1.0, 2.0])
+try:
+    assign(a, np.ones(4))
+    print("no error")
+except ValueError as e:
+    print(e)
+print(sorted({n for n in names if ".unicode." in n or "str_generic" in n}))
+"""
+
+
+def test_a_slice_assignment_compiles_without_numba_string_formatting(tmp_path):
+    # numba 0.68 formats both shapes into the error of a mismatched slice assignment, which
+    # compiles its string functions (about 2 s of a cold start); the generic message compiles none
+    import os
+    import subprocess
+    import sys
+    import numba
+    from models import jitcache
+    if not numba.__version__.startswith(jitcache._LINK_TESTED[0]):
+        pytest.skip("applied on the numba version it was checked on only")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", _SLICE], env=env, cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["True", "cannot assign slice from input of different size", "[]"]

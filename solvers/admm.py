@@ -766,7 +766,9 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if good and rnw[0] < best[0]:
             best_lam[:], best_sig[:], best = xw_n, sigma, rnw
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
-    sc = np.ones(m)
+    sc = np.empty(m)             # (filled by a loop: np.ones is one more library function to compile)
+    for r in range(m):
+        sc[r] = 1.0
     scaled = p_scale > 0.0
     g_s, param_s = g, param
     if scaled:
@@ -788,7 +790,13 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             x[r] /= sc[r]
             z[r] *= sc[r]
     step = cond ** factor
-    tol_s = tol * sc.max()       # r_d is a scaled velocity: the physical test is triggered generously
+    sc_max = -np.inf             # max(sc), NaN if any is (np.max's; its library function compiles slowly)
+    for r in range(m):
+        if sc[r] != sc[r]:
+            sc_max = sc[r]
+            break
+        sc_max = max(sc_max, sc[r])
+    tol_s = tol * sc_max         # r_d is a scaled velocity: the physical test is triggered generously
     y = x.copy()
     trho = tau * rho
     dvec = np.empty(m)

@@ -622,7 +622,11 @@ def coupling_kernel(cb_body, n, cb_slot):
         if a >= 0 and b >= 0 and a != b:
             keys[cnt] = min(a, b) * n + max(a, b)
             cnt += 1
-    srt = np.sort(keys[:cnt])
+    keys = keys[:cnt].copy()
+    order = np.argsort(keys)        # (not np.sort: numba compiles argsort for the warm start anyway)
+    srt = np.empty(cnt, np.int64)
+    for i in range(cnt):
+        srt[i] = keys[order[i]]
     u = 0
     for i in range(cnt):
         if i == 0 or srt[i] != srt[i - 1]:

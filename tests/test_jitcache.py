@@ -147,7 +147,6 @@ def test_entry_point_runs_the_specialisation_the_dispatcher_ran():
 
 
 _SLICE = """
-import sys
 import numpy as np
 import models  # noqa: F401  (installs shape_errors_unformatted)
 from numba import njit

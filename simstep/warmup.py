@@ -418,7 +418,9 @@ def _solver_tail(problem):
     """(kernel, argument values) of the calls late in `solvers.admm.admm_kernel`'s body, last
     first, with values of the types the kernel passes (its compiled callees are typed in source
     order, so the worker compiles them last: the caller compiles them here meanwhile, and the
-    worker loads them from the cache when it gets there)."""
+    worker loads them from the cache when it gets there). Not the Newton polish
+    (`admm.newton_try`): the worker reaches it before the caller is done with collision, so
+    both compiled it (about 6 s of CPU of a cold start, for nothing)."""
     import numpy as np
     from solvers import admm, opstate
     op, g, cones = problem.op, np.ascontiguousarray(problem.g, dtype=float), problem.cones
@@ -436,8 +438,6 @@ def _solver_tail(problem):
                                 M2, b, 0, 0, yes, yes, x)),
         (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),
         (opstate.op_max_eigenvalue, (dense, geo, ws, dn, f, 0)),
-        (admm.newton_try, (dense, geo, ws, dn, kind, start, size, param, g, rc, yes, yes, f, 0, x, f, np.zeros((1, m)),
-                           i, 0, f, f, f, np.zeros(1, np.int64))),
     ]
 
 

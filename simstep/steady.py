@@ -54,7 +54,7 @@ from solvers.constraints import contact_points_kernel
 from . import control, integrator, problem, results
 from .control import JointPD, pd_torque_kernel
 from .integrator import articulated_step_kernel, free_step_kernel, step_end_kernel
-from .problem import KEEP_SETS, WARM_START_GATE, active_limits_kernel, step_vectors_kernel
+from .problem import WARM_START_GATE, active_limits_kernel, step_vectors_kernel
 from .results import max_penetration
 
 # the kernel compiles in the stages' kernels (their own modules guard their callees)
@@ -557,7 +557,8 @@ class SteadyStep:
         kernel = steady_articulated_kernel if sim._free_step is articulated_step_kernel else steady_step_kernel
         r = kernel(*args)
         self._entry = (cs, op, entry_point(kernel, args))
-        if len(self._entries) >= 4 * KEEP_SETS:
-            self._entries = {}
+        # those of the sets the assembler still keeps (an entry holds its set and operator alive)
+        kept = {id(e[2]) for e in sim.assembler.sets}
+        self._entries = {i: e for i, e in self._entries.items() if i in kept}
         self._entries[id(cs)] = self._entry
         return r

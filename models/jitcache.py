@@ -11,13 +11,16 @@ assignment's shape check in this process (a constant message).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import glob
 import os
 import re
 
 
 def drop_stale_cache(module_file, deps):
-    """Remove ``__pycache__/<module>.*.nb[ic]`` of `module_file` if any file in `deps` changed."""
+    """Remove ``__pycache__/<module>.*.nb[icw]`` of `module_file` (numba's index and entries, our
+    cached Python wrappers) if any file in `deps` changed."""
     try:
         name = os.path.splitext(os.path.basename(module_file))[0]
         stamp = ";".join(f"{os.path.getmtime(p)}:{os.path.getsize(p)}" for p in deps)
@@ -25,7 +28,7 @@ def drop_stale_cache(module_file, deps):
         mark = os.path.join(cache, f"{name}.deps")
         old = open(mark).read() if os.path.exists(mark) else None
         if old != stamp:
-            for f in glob.glob(os.path.join(cache, f"{name}.*.nb[ic]")):
+            for f in glob.glob(os.path.join(cache, f"{name}.*.nb[icw]")):
                 os.remove(f)
             os.makedirs(cache, exist_ok=True)
             with open(mark, "w") as fh:
@@ -342,7 +345,8 @@ def link_large_kernels_by_reference():
         if disp is None:
             raise _StaleDependency(symbol)
         try:
-            disp.compile(sig.args)
+            with for_kernel_callers():          # a cached caller's callee: no Python entry needed
+                disp.compile(sig.args)
         except Exception as e:
             raise _StaleDependency(symbol) from e
         cres = disp.overloads.get(tuple(sig.args))
@@ -364,5 +368,206 @@ def link_large_kernels_by_reference():
     caching.CompileResultCacheImpl.rebuild = _rebuild
 
 
+# ---------------------------------------------------------------- Python wrappers only where Python calls
+_PY_WRAPPER_FORMAT = 1      # version of a cached wrapper's key (`_wrapper_file`)
+_CALLER = None              # thread-local stack: True while numba compiles a kernel for a kernel caller
+_NO_WRAPPER = {}            # id(CompileResult) -> (it, whether its library lacks the Python wrapper)
+
+
+def _compiling_for_kernels():
+    """The thread's stack of compile requests: True for a kernel caller's, False for Python's."""
+    s = getattr(_CALLER, "stack", None)
+    if s is None:
+        s = _CALLER.stack = []
+    return s
+
+
+class for_kernel_callers:
+    """Within this context, kernels compiled by `Dispatcher.compile` are compiled for kernel
+    callers (no Python wrapper; `compile_callees_without_python_wrappers`), as when a kernel's
+    typing compiles them: for code that compiles callees ahead of their callers."""
+
+    def __enter__(self):
+        if _CALLER is not None:
+            _compiling_for_kernels().append(True)
+        return self
+
+    def __exit__(self, *exc):
+        if _CALLER is not None:
+            _compiling_for_kernels().pop()
+
+
+def _lacks_wrapper(cres):
+    """Whether a compiled kernel's library has no Python wrapper (compiled for kernel callers)."""
+    e = _NO_WRAPPER.get(id(cres))
+    if e is None or e[0] is not cres:
+        lib = cres.library
+        e = _NO_WRAPPER[id(cres)] = (cres, lib is not None and not cres.objectmode and
+                                     lib.get_pointer_to_function(cres.fndesc.llvm_cpython_wrapper_name) == 0)
+    return e[1]
+
+
+def _wrapper_file(disp, cres, ctx):
+    """Where the Python wrapper of cres (a kernel of dispatcher disp) is cached, or None for a
+    dispatcher without a disk cache. The name holds a hash of everything the wrapper's code
+    depends on: the kernel's symbols and types, the runtime flag, the CPU and numba's version."""
+    import hashlib
+    import numba
+    path = getattr(disp._cache, "cache_path", None)
+    if path is None:
+        return None
+    f, d = disp.py_func, cres.fndesc
+    key = repr((_PY_WRAPPER_FORMAT, numba.__version__, ctx.codegen().magic_tuple(), d.llvm_func_name, d.env_name,
+                d.llvm_cpython_wrapper_name, tuple(map(str, d.argtypes)), str(d.restype), ctx.enable_nrt))
+    digest = hashlib.sha1(key.encode()).hexdigest()[:20]
+    module = f.__module__.rsplit(".", 1)[-1]
+    return os.path.join(path, f"{module}.{f.__qualname__}-wrap-{digest}.nbw")
+
+
+def _build_wrapper(disp, cres):
+    """The Python entry point of a kernel compiled without its wrapper: the wrapper compiled as a
+    library of its own that calls the kernel's code by its symbol (numba's `PyCallWrapper`, with
+    the kernel's compile flags), or loaded from the disk cache where an earlier process saved it."""
+    import pickle
+
+    from llvmlite import ir
+    from numba.core import cgutils, compiler
+    from numba.core.callwrapper import PyCallWrapper
+    flags = compiler.Flags()
+    disp.targetdescr.options.parse_as_flags(flags, disp.targetoptions)
+    ctx = compiler._make_subtarget(disp.targetctx, flags)
+    fndesc, env = cres.fndesc, cres.environment
+    path = _wrapper_file(disp, cres, ctx)
+    lib = None
+    if path is not None and os.path.exists(path):
+        try:
+            with open(path, "rb") as fh:
+                n0, consts, state = pickle.load(fh)
+            # the wrapper reads the constants it added to the kernel's environment (a boxed
+            # array's dtype, ...) at the positions they had after the kernel's own
+            if len(env.consts) == n0:
+                lib = ctx.codegen().unserialize_library(state)
+                env.consts.extend(consts)
+        except Exception:       # unreadable or stale: compiled again below
+            lib = None
+    if lib is None:
+        lib = ctx.codegen().create_library(f"{fndesc.qualname}.wrapper")
+        if path is not None:
+            lib.enable_object_caching()
+        mod = ctx.create_module("wrapper")
+        # the kernel's environment and code, by reference (declarations: defined by its library)
+        ir.GlobalVariable(mod, cgutils.voidptr_t, name=ctx.get_env_name(fndesc))
+        callee = ir.Function(mod, ctx.call_conv.get_function_type(fndesc.restype, fndesc.argtypes),
+                             fndesc.llvm_func_name)
+        n0 = len(env.consts)
+        PyCallWrapper(ctx, mod, callee, fndesc, env, None, False).build()
+        lib.add_ir_module(mod)
+        lib.finalize()
+        if path is not None:           # (not saved where the directory or a constant refuses)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            try:
+                with open(tmp, "wb") as fh:
+                    pickle.dump((n0, list(env.consts[n0:]), lib.serialize_using_object_code()), fh,
+                                protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(tmp, path)
+            except Exception:
+                with contextlib.suppress(OSError):
+                    os.remove(tmp)
+    return ctx.get_executable(lib, fndesc, env)
+
+
+def compile_callees_without_python_wrappers():
+    """Compile a kernel's Python wrapper only when Python calls the kernel.
+
+    numba gives every compiled function a Python wrapper (it unboxes each argument from a Python
+    object, boxes the result and turns errors into exceptions) and optimises and emits it with the
+    function's module. Most kernels here are only ever called by other kernels, and a wrapper of a
+    kernel with many array and structref arguments is large: in a cold start of the demo the
+    wrappers were 14% of the LLVM IR and 7 s of numba's lowering. So a kernel that numba compiles
+    for a kernel caller (while typing it; `for_kernel_callers`) is compiled without the wrapper
+    (numba's ``no_cpython_wrapper`` flag) and not offered to Python calls; when Python then calls
+    it, the wrapper alone is compiled as a small library of its own calling the kernel's code, and
+    cached on disk next to the kernel's entries (`_build_wrapper`). The kernels' code is the
+    same. Applied with `link_large_kernels_by_reference` (its numba versions)."""
+    global _CALLER
+    import threading
+
+    import numba
+    from numba.core import dispatcher, sigutils
+    from numba.core.compiler_lock import global_compiler_lock
+    if _CALLER is not None or not numba.__version__.startswith(_LINK_TESTED[0]):
+        return
+    _CALLER = threading.local()
+    D, base, fc = dispatcher.Dispatcher, dispatcher._DispatcherBase, dispatcher._FunctionCompiler
+
+    get_call_template = D.get_call_template
+
+    @functools.wraps(get_call_template)        # (keeps the marks of `compile_without_literals`)
+    def _get_call_template(self, args, kws):      # a kernel's typing: compiles for a kernel caller
+        s = _compiling_for_kernels()
+        s.append(True)
+        try:
+            return get_call_template(self, args, kws)
+        finally:
+            s.pop()
+
+    compile_for_args = base._compile_for_args
+
+    def _compile_for_args(self, *args, **kws):    # a Python call without a matching entry
+        s = _compiling_for_kernels()
+        s.append(False)
+        try:
+            return compile_for_args(self, *args, **kws)
+        finally:
+            s.pop()
+
+    customize = fc._customize_flags
+
+    def _customize_flags(self, flags):
+        flags = customize(self, flags)
+        s = _compiling_for_kernels()
+        if s and s[-1] and _own(self.py_func):
+            flags.no_cpython_wrapper = True
+        return flags
+
+    add_overload = D.add_overload
+
+    def _add_overload(self, cres):
+        if _own(self.py_func) and _lacks_wrapper(cres):      # kernels only: no Python entry yet
+            self.overloads[tuple(cres.signature.args)] = cres
+            if cres.fndesc is not None:
+                _KERNELS[cres.fndesc.mangled_name] = (self.py_func.__module__, self.py_func.__qualname__,
+                                                      cres.signature)
+            return
+        add_overload(self, cres)
+
+    compile_ = D.compile
+
+    def _compile(self, sig):
+        entry = compile_(self, sig)
+        s = _compiling_for_kernels()
+        if (s and s[-1]) or not _own(self.py_func):
+            return entry
+        args, _ = sigutils.normalize_signature(sig)
+        cres = self.overloads.get(tuple(args))
+        if cres is None or not _lacks_wrapper(cres):
+            return entry
+        with global_compiler_lock:
+            entry = _build_wrapper(self, cres)
+            cres = cres._replace(entry_point=entry)
+            _NO_WRAPPER[id(cres)] = (cres, False)
+            self.targetctx.insert_user_function(entry, cres.fndesc, [cres.library])
+            add_overload(self, cres)
+            _SINGLE.pop(self, None)
+        return entry
+
+    D.get_call_template = _get_call_template
+    base._compile_for_args = _compile_for_args
+    fc._customize_flags = _customize_flags
+    D.add_overload = _add_overload
+    D.compile = _compile
+
+
 link_large_kernels_by_reference()
+compile_callees_without_python_wrappers()
 shape_errors_unformatted()

@@ -442,10 +442,14 @@ def _solver_tail(problem):
 
 
 def compile_solver_tail(problem):
-    """Compile `_solver_tail`'s kernels for their argument types (without running them)."""
+    """Compile `_solver_tail`'s kernels for their argument types (without running them), as
+    callees of the ADMM (`models.jitcache.for_kernel_callers`: no Python wrapper)."""
     from numba import typeof
-    for kernel, args in _solver_tail(problem):
-        kernel.compile(tuple(typeof(a) for a in args))
+
+    from models.jitcache import for_kernel_callers
+    with for_kernel_callers():
+        for kernel, args in _solver_tail(problem):
+            kernel.compile(tuple(typeof(a) for a in args))
 
 
 def compile_besides(world, dt):

@@ -544,14 +544,18 @@ def compile_callees_without_python_wrappers():
     compile_ = D.compile
 
     def _compile(self, sig):
-        entry = compile_(self, sig)
         s = _compiling_for_kernels()
         if (s and s[-1]) or not _own(self.py_func):
-            return entry
-        args, _ = sigutils.normalize_signature(sig)
-        cres = self.overloads.get(tuple(args))
+            return compile_(self, sig)
+        # for Python: an entry compiled (or cached) for kernel callers gets its wrapper, also
+        # where compiling is disabled (`solvers.packed.typed_entry`)
+        args = tuple(sigutils.normalize_signature(sig)[0])
+        cres = self.overloads.get(args)
         if cres is None or not _lacks_wrapper(cres):
-            return entry
+            entry = compile_(self, sig)
+            cres = self.overloads.get(args)
+            if cres is None or not _lacks_wrapper(cres):
+                return entry
         with global_compiler_lock:
             entry = _build_wrapper(self, cres)
             cres = cres._replace(entry_point=entry)

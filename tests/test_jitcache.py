@@ -110,6 +110,55 @@ def test_large_callees_linked_by_reference_and_reloaded_from_the_cache(tmp_path)
     assert fresh[3] == "1" and fresh[4] == "1"
 
 
+
+_WRAPPERS = """
+import os, numba, numpy as np, models
+from numba.core import callwrapper
+from models import jitcache
+from tests import kernels_for_jitcache as K
+built = []                       # the Python wrappers this process compiles
+build = callwrapper.PyCallWrapper.build
+callwrapper.PyCallWrapper.build = lambda self: (built.append(self.fndesc.qualname), build(self))[1]
+a = np.array([3.0, 1.0, 2.0, 0.5])
+print(K.head_sum(a))             # compiles sorted_head for its caller (no wrapper), or loads it from the cache
+lacks = lambda k: int(jitcache._lacks_wrapper(k.overloads[k.signatures[0]])) if k.signatures else "-"
+print(lacks(K.head_sum), lacks(K.sorted_head))
+with jitcache.for_kernel_callers():     # compiled ahead for callers: no wrapper either
+    K.doubled.compile((numba.typeof(a),))
+print(lacks(K.doubled))
+k, s = K.sorted_head(a, 2)       # Python calls them: their wrappers, built or from the disk cache
+print(k.tolist(), s, K.doubled(a).tolist())
+print(",".join(sorted(built)) or "-")
+print(sum(f.endswith(".nbw") for _, _, fs in os.walk(os.environ["NUMBA_CACHE_DIR"]) for f in fs))
+"""
+
+
+def test_python_wrappers_only_where_python_calls(tmp_path):
+    # kernels compiled for kernel callers have no Python wrapper; Python calling them compiles
+    # the wrapper alone (the same results, arrays boxed), which a second process loads from disk
+    import os
+    import subprocess
+    import sys
+    from models import jitcache
+    if jitcache._CALLER is None:
+        pytest.skip("numba not of the version the wrappers are left out on")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=root)
+
+    def run():
+        return subprocess.run([sys.executable, "-c", _WRAPPERS], env=env, cwd=root, capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+
+    fresh, cached = run(), run()
+    assert fresh[1] == "0 1"       # (from the cache, head_sum holds sorted_head's code: not loaded)
+    assert cached[1] == "0 -"
+    for out in (fresh, cached):
+        assert out[0] == "6.5" and out[2] == "1"
+        assert out[3] == "[3, 1] 6.5 [6.0, 2.0, 4.0, 1.0]"
+        assert out[5] == "2"
+    assert fresh[4] == "doubled,head_sum,sorted_head"    # head_sum's with its compile, the others alone
+    assert cached[4] == "-"                               # all from the disk cache
+
 def test_cache_entries_of_the_earlier_dependency_format_are_misses():
     # entries written before the kernels of the module offered to callers were recorded: a
     # caller built from such an entry in another process could reference a kernel nothing loads

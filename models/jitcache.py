@@ -3,10 +3,11 @@
 Numba keys a function's cache on its own source file only, but a kernel that calls kernels of
 other modules compiles them in. `drop_stale_cache(__file__, deps)` at the top of such a module
 removes its cache files when any dependency's (mtime, size) changed since the last import.
-On import, `compile_without_literals`, `compile_without_cfunc_wrappers` and
-`link_large_kernels_by_reference` set how numba compiles the kernels of this project's packages
-(one specialisation per plain signature; no C-callable wrapper; a large callee's code called,
-not copied into each caller), and `shape_errors_unformatted` how numba compiles a slice
+On import, `compile_without_literals`, `compile_without_cfunc_wrappers`,
+`link_large_kernels_by_reference` and `compile_callees_without_python_wrappers` set how numba
+compiles the kernels of this project's packages (one specialisation per plain signature; no
+C-callable wrapper; a large callee's code called, not copied into each caller; a Python wrapper
+only for kernels Python calls), and `shape_errors_unformatted` how numba compiles a slice
 assignment's shape check in this process (a constant message).
 """
 from __future__ import annotations

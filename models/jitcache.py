@@ -558,6 +558,9 @@ def compile_callees_without_python_wrappers():
             if cres is None or not _lacks_wrapper(cres):
                 return entry
         with global_compiler_lock:
+            cres = self.overloads[args]
+            if not _lacks_wrapper(cres):        # another thread built it meanwhile
+                return cres.entry_point
             entry = _build_wrapper(self, cres)
             cres = cres._replace(entry_point=entry)
             _NO_WRAPPER[id(cres)] = (cres, False)

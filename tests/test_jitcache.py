@@ -249,3 +249,21 @@ def test_a_slice_assignment_compiles_without_numba_string_formatting(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["True", "cannot assign slice from input of different size", "[]"]
+
+
+def test_styled_messages_are_built_without_terminal_setup(monkeypatch):
+    # with colorama installed numba styles every message it makes (tens of thousands in a cold
+    # start); the same strings, without initialising colorama's stream wrappers each time
+    from numba.core import errors
+    if not hasattr(errors, "HighlightColorScheme"):
+        pytest.skip("colorama not installed: numba leaves its messages plain")
+    setups = []
+    for name in ("init", "reinit", "deinit"):
+        monkeypatch.setattr(errors, name, lambda *a, **k: setups.append(1))
+    Fore, Style = errors.Fore, errors.Style
+    dark, plain = errors.HighlightColorScheme(errors.themes["dark_bg"]), errors.HighlightColorScheme(
+        errors.themes["no_color"])
+    assert dark.highlight("x") == Fore.RED + Style.BRIGHT + "x" + Style.RESET_ALL
+    assert plain.errmsg("y") == Style.BRIGHT + "y" + Style.RESET_ALL
+    assert not setups
+

@@ -267,3 +267,23 @@ def test_styled_messages_are_built_without_terminal_setup(monkeypatch):
     assert plain.errmsg("y") == Style.BRIGHT + "y" + Style.RESET_ALL
     assert not setups
 
+
+
+def test_flags_compare_as_numba_defines():
+    # numba's definition: equal iff every option's value is; the hash that of the options' names
+    import itertools
+    from numba.core import compiler, targetconfig
+    assert getattr(targetconfig.TargetConfig.__eq__, "_by_set", False)
+
+    def flags(**set_):
+        f = compiler.Flags()
+        for k, v in set_.items():
+            setattr(f, k, v)
+        return f
+    cases = [flags(), flags(nrt=True), flags(nrt=False), flags(nrt=True, no_cpython_wrapper=True),
+             flags(no_cpython_wrapper=True, nrt=True), flags(error_model="numpy"), flags(error_model="python"),
+             flags(nrt=True, error_model="numpy")]
+    for a, b in itertools.product(cases, cases):
+        assert (a == b) == (a.values() == b.values())
+        assert hash(a) == hash(tuple(sorted(a.values())))
+    assert cases[0] != object() and (cases[0] == 1) is False

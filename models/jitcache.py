@@ -200,10 +200,11 @@ def flags_compared_by_what_is_set():
     both sides: 4% of the CPU of a cold start of the demo (py-spy). Two flags of one class are
     compared here on the options set on either (an option not set reads its default; flags of
     other classes as numba does), and the hash is kept per class. Same results."""
+    import numba
     from numba.core import targetconfig
     cls = targetconfig.TargetConfig
-    if getattr(cls.__eq__, "_by_set", False):
-        return
+    if getattr(cls.__eq__, "_by_set", False) or not numba.__version__.startswith(_LINK_TESTED[0]):
+        return                   # (numba's internals relied on here are checked on that version)
     eq, hashes = cls.__eq__, {}
 
     def __eq__(self, other):
@@ -229,6 +230,50 @@ def flags_compared_by_what_is_set():
 
     __eq__._by_set = True
     cls.__eq__, cls.__hash__ = __eq__, __hash__
+
+
+class _HandedOver:
+    """A fresh block's ``__deepcopy__`` for the two copies numba's `InlineWorker.inline_ir` makes
+    (`inline_fresh_callees_without_copies`): the block itself, then the attribute is gone."""
+
+    def __init__(self, block):
+        self.block, self.left = block, 2
+
+    def __call__(self, memo):
+        self.left -= 1
+        if self.left == 0:
+            del self.block.__deepcopy__
+        return self.block
+
+
+def inline_fresh_callees_without_copies():
+    """Inline a kernel's ``inline="always"`` callees into it without copying their fresh IR.
+
+    At every call site numba translates the callee's Python code to IR afresh
+    (`InlineWorker.inline_function`), then `inline_ir` deep-copies that IR twice: once to
+    rename and splice into the caller, once kept unchanged and returned, which the only caller,
+    numba's inlining pass, discards. The copies were 5.7% of the CPU of a cold start of the
+    demo (py-spy). Here the fresh IR's blocks are handed over as they are (the block a copy
+    would have made, as nothing else holds the fresh IR); any later copy of them is a real one."""
+    import numba
+    from numba.core import inline_closurecall
+    worker = inline_closurecall.InlineWorker
+    if getattr(worker.inline_function, "_handed_over", False) or not numba.__version__.startswith(_LINK_TESTED[0]):
+        return                   # (numba's internals relied on here are checked on that version)
+
+    def inline_function(self, caller_ir, block, i, function, arg_typs=None):
+        callee_ir = self.run_untyped_passes(function)
+        fresh = list(callee_ir.blocks.values())
+        for b in fresh:
+            b.__deepcopy__ = _HandedOver(b)
+        try:
+            return self.inline_ir(caller_ir, block, i, callee_ir, function.__code__.co_freevars, arg_typs=arg_typs)
+        finally:
+            for b in fresh:
+                b.__dict__.pop("__deepcopy__", None)
+
+    inline_function._handed_over = True
+    worker.inline_function = inline_function
 
 
 # ---------------------------------------------------------------- linking large kernels by reference
@@ -643,3 +688,4 @@ compile_callees_without_python_wrappers()
 shape_errors_unformatted()
 messages_without_terminal_setup()
 flags_compared_by_what_is_set()
+inline_fresh_callees_without_copies()

@@ -287,3 +287,30 @@ def test_flags_compare_as_numba_defines():
         assert (a == b) == (a.values() == b.values())
         assert hash(a) == hash(tuple(sorted(a.values())))
     assert cases[0] != object() and (cases[0] == 1) is False
+
+
+def test_inlined_callees_are_spliced_without_copies(monkeypatch):
+    # an inline="always" callee at two call sites: the same results, its fresh IR not copied
+    from numba.core import inline_closurecall, ir
+    assert getattr(inline_closurecall.InlineWorker.inline_function, "_handed_over", False)
+    copies = []
+    var_copy = ir.Var.__deepcopy__
+    monkeypatch.setattr(ir.Var, "__deepcopy__", lambda self, memo: copies.append(1) or var_copy(self, memo))
+
+    @njit(inline="always")
+    def axpy(a, x, y):
+        s = 0.0
+        for i in range(x.shape[0]):
+            y[i] += a * x[i]
+            s += y[i]
+        return s
+
+    @njit
+    def twice(x, y):
+        return axpy(2.0, x, y) + axpy(-1.0, y, x)
+
+    x, y = np.arange(3.0), np.ones(3)
+    xp, yp = x.copy(), y.copy()
+    assert twice(x, y) == twice.py_func(xp, yp)
+    assert np.array_equal(x, xp) and np.array_equal(y, yp)
+    assert not copies

@@ -7,8 +7,10 @@ On import, `compile_without_literals`, `compile_without_cfunc_wrappers`,
 `link_large_kernels_by_reference` and `compile_callees_without_python_wrappers` set how numba
 compiles the kernels of this project's packages (one specialisation per plain signature; no
 C-callable wrapper; a large callee's code called, not copied into each caller; a Python wrapper
-only for kernels Python calls), and `shape_errors_unformatted` how numba compiles a slice
-assignment's shape check in this process (a constant message).
+only for kernels Python calls), `shape_errors_unformatted` how numba compiles a slice
+assignment's shape check in this process (a constant message), and
+`messages_without_terminal_setup`, `flags_compared_by_what_is_set` and
+`inline_fresh_callees_without_copies` cut three of numba's own overheads (the same code).
 """
 from __future__ import annotations
 
@@ -169,6 +171,7 @@ compile_without_literals()
 compile_without_cfunc_wrappers()
 
 
+# ---------------------------------------------------------------- numba's own overheads
 def messages_without_terminal_setup():
     """Build numba's styled error messages without setting up the terminal each time.
 
@@ -288,6 +291,12 @@ class _StaleDependency(Exception):
     """A cached library's external kernel could not be loaded with the signature it was built for."""
 
 
+def _register_kernel(f, cres):
+    """Records a compiled kernel of this project (py_func f) in `_KERNELS` by its symbol."""
+    if _own(f) and cres.fndesc is not None:
+        _KERNELS[cres.fndesc.mangled_name] = (f.__module__, f.__qualname__, cres.signature)
+
+
 def _dispatcher(module, qualname):
     import importlib
     if "<locals>" in qualname:
@@ -373,9 +382,7 @@ def link_large_kernels_by_reference():
 
     def _add_overload(self, cres):
         add_overload(self, cres)
-        f = self.py_func
-        if _own(f) and cres.fndesc is not None:
-            _KERNELS[cres.fndesc.mangled_name] = (f.__module__, f.__qualname__, cres.signature)
+        _register_kernel(self.py_func, cres)
 
     dispatcher.Dispatcher.add_overload = _add_overload
 
@@ -490,19 +497,20 @@ def _compiling_for_kernels():
     return s
 
 
-class for_kernel_callers:
+@contextlib.contextmanager
+def for_kernel_callers():
     """Within this context, kernels compiled by `Dispatcher.compile` are compiled for kernel
     callers (no Python wrapper; `compile_callees_without_python_wrappers`), as when a kernel's
     typing compiles them: for code that compiles callees ahead of their callers."""
-
-    def __enter__(self):
-        if _CALLER is not None:
-            _compiling_for_kernels().append(True)
-        return self
-
-    def __exit__(self, *exc):
-        if _CALLER is not None:
-            _compiling_for_kernels().pop()
+    if _CALLER is None:
+        yield
+        return
+    s = _compiling_for_kernels()
+    s.append(True)
+    try:
+        yield
+    finally:
+        s.pop()
 
 
 def _lacks_wrapper(cres):
@@ -643,9 +651,7 @@ def compile_callees_without_python_wrappers():
     def _add_overload(self, cres):
         if _own(self.py_func) and _lacks_wrapper(cres):      # kernels only: no Python entry yet
             self.overloads[tuple(cres.signature.args)] = cres
-            if cres.fndesc is not None:
-                _KERNELS[cres.fndesc.mangled_name] = (self.py_func.__module__, self.py_func.__qualname__,
-                                                      cres.signature)
+            _register_kernel(self.py_func, cres)
             return
         add_overload(self, cres)
 

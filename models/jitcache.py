@@ -69,8 +69,7 @@ def entry_point(kernel, args):
     through the dispatcher otherwise. A kernel with one specialisation ran that one (kept here
     per kernel); with more, the arguments are typed here (in Python: about a millisecond for a
     large kernel's)."""
-    import numba
-    if not numba.__version__.startswith(_LINK_TESTED[0]):
+    if not _numba_checked():
         return None
     ov = kernel.overloads
     if len(ov) == 1:
@@ -155,8 +154,7 @@ def shape_errors_unformatted():
     run's worker (`simstep.warmup`). With this, the CPU target uses numba's generic-target
     version, "cannot assign slice from input of different size" (the same ValueError, without
     the shapes). Applied on the numba versions the rest of this module is checked on."""
-    import numba
-    if not numba.__version__.startswith(_LINK_TESTED[0]):
+    if not _numba_checked():
         return
     from numba.core.typing import templates
     from numba.np import arrayobj
@@ -203,10 +201,9 @@ def flags_compared_by_what_is_set():
     both sides: 4% of the CPU of a cold start of the demo (py-spy). Two flags of one class are
     compared here on the options set on either (an option not set reads its default; flags of
     other classes as numba does), and the hash is kept per class. Same results."""
-    import numba
     from numba.core import targetconfig
     cls = targetconfig.TargetConfig
-    if getattr(cls.__eq__, "_by_set", False) or not numba.__version__.startswith(_LINK_TESTED[0]):
+    if getattr(cls.__eq__, "_by_set", False) or not _numba_checked():
         return                   # (numba's internals relied on here are checked on that version)
     eq, hashes = cls.__eq__, {}
 
@@ -258,10 +255,9 @@ def inline_fresh_callees_without_copies():
     numba's inlining pass, discards. The copies were 5.7% of the CPU of a cold start of the
     demo (py-spy). Here the fresh IR's blocks are handed over as they are (the block a copy
     would have made, as nothing else holds the fresh IR); any later copy of them is a real one."""
-    import numba
     from numba.core import inline_closurecall
     worker = inline_closurecall.InlineWorker
-    if getattr(worker.inline_function, "_handed_over", False) or not numba.__version__.startswith(_LINK_TESTED[0]):
+    if getattr(worker.inline_function, "_handed_over", False) or not _numba_checked():
         return                   # (numba's internals relied on here are checked on that version)
 
     def inline_function(self, caller_ir, block, i, function, arg_typs=None):
@@ -282,6 +278,12 @@ def inline_fresh_callees_without_copies():
 # ---------------------------------------------------------------- linking large kernels by reference
 _LINK_MIN_BLOCKS = 24       # a kernel this large (basic blocks) is called, not copied, by its callers
 _LINK_TESTED = ("0.68.", "0.50.")   # numba, llvmlite versions (prefixes) it is applied on
+
+
+def _numba_checked():
+    """Whether numba is of the version whose internals the patches here were checked on."""
+    import numba
+    return numba.__version__.startswith(_LINK_TESTED[0])
 LINKED_BY_REFERENCE = False
 _KERNELS = {}               # symbol -> (module, qualname, signature) of this project's compiled kernels
 _DEPS_FORMAT = 3            # version of the dependency record a cache entry carries
@@ -368,10 +370,9 @@ def link_large_kernels_by_reference():
     global LINKED_BY_REFERENCE
     import llvmlite
     import llvmlite.binding as ll
-    import numba
     from numba.core import caching, codegen, dispatcher
 
-    if not (numba.__version__.startswith(_LINK_TESTED[0]) and llvmlite.__version__.startswith(_LINK_TESTED[1])):
+    if not (_numba_checked() and llvmlite.__version__.startswith(_LINK_TESTED[1])):
         return                   # numba's internals patched here are checked on these versions only
     lib = codegen.CPUCodeLibrary
     if getattr(lib._get_module_for_linking, "_by_reference", False):
@@ -608,10 +609,9 @@ def compile_callees_without_python_wrappers():
     global _CALLER
     import threading
 
-    import numba
     from numba.core import dispatcher, sigutils
     from numba.core.compiler_lock import global_compiler_lock
-    if _CALLER is not None or not numba.__version__.startswith(_LINK_TESTED[0]):
+    if _CALLER is not None or not _numba_checked():
         return
     _CALLER = threading.local()
     D, base, fc = dispatcher.Dispatcher, dispatcher._DispatcherBase, dispatcher._FunctionCompiler

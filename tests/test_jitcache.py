@@ -57,6 +57,20 @@ def test_project_kernels_compile_without_cfunc_wrapper():
     assert "cfunc." in ir_other and "cfunc." not in ir_own
 
 
+def _fresh_process(script, cache_dir, *args):
+    """stdout of `script` run by a new Python process of this checkout with NUMBA_CACHE_DIR
+    cache_dir (its numba patches installed anew, its kernels compiled or loaded from there)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=root, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 _BY_REFERENCE = """
 import sys, numpy as np, scenes, models
 from models import dynamics
@@ -89,26 +103,14 @@ if sys.argv[1] == "fresh":   # the factor is called, not copied: a declaration i
 def test_large_callees_linked_by_reference_and_reloaded_from_the_cache(tmp_path):
     # aba_kernel calls aba_factor_kernel (large) by reference; a fresh process loads aba_kernel
     # from the cache with its callee and computes the same bits
-    import os
-    import subprocess
-    import sys
     from models import jitcache
     if not jitcache.LINKED_BY_REFERENCE:
         pytest.skip("numba or llvmlite not of the versions the linking by reference is applied on")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=root)
-
-    def run(mode):
-        out = subprocess.run([sys.executable, "-c", _BY_REFERENCE, mode], env=env, cwd=root,
-                             capture_output=True, text=True, check=True).stdout.split()
-        return out
-
-    fresh, cached = run("fresh"), run("cached")
+    fresh, cached = (_fresh_process(_BY_REFERENCE, tmp_path, mode).split() for mode in ("fresh", "cached"))
     assert fresh[0] == cached[0]
     assert fresh[1] == "0" and cached[1] == "1"
     assert fresh[2] == "1" and cached[2] == "1"
     assert fresh[3] == "1" and fresh[4] == "1"
-
 
 
 _WRAPPERS = """
@@ -136,20 +138,10 @@ print(sum(f.endswith(".nbw") for _, _, fs in os.walk(os.environ["NUMBA_CACHE_DIR
 def test_python_wrappers_only_where_python_calls(tmp_path):
     # kernels compiled for kernel callers have no Python wrapper; Python calling them compiles
     # the wrapper alone (the same results, arrays boxed), which a second process loads from disk
-    import os
-    import subprocess
-    import sys
     from models import jitcache
     if jitcache._CALLER is None:
         pytest.skip("numba not of the version the wrappers are left out on")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=root)
-
-    def run():
-        return subprocess.run([sys.executable, "-c", _WRAPPERS], env=env, cwd=root, capture_output=True, text=True,
-                              check=True).stdout.splitlines()
-
-    fresh, cached = run(), run()
+    fresh, cached = (_fresh_process(_WRAPPERS, tmp_path).splitlines() for _ in range(2))
     assert fresh[1] == "0 1"       # (from the cache, head_sum holds sorted_head's code: not loaded)
     assert cached[1] == "0 -"
     for out in (fresh, cached):
@@ -158,6 +150,7 @@ def test_python_wrappers_only_where_python_calls(tmp_path):
         assert out[5] == "2"
     assert fresh[4] == "doubled,head_sum,sorted_head"    # head_sum's with its compile, the others alone
     assert cached[4] == "-"                               # all from the disk cache
+
 
 def test_cache_entries_of_the_earlier_dependency_format_are_misses():
     # entries written before the kernels of the module offered to callers were recorded: a
@@ -236,19 +229,11 @@ print(sorted({n for n in names if ".unicode." in n or "str_generic" in n}))
 def test_a_slice_assignment_compiles_without_numba_string_formatting(tmp_path):
     # numba 0.68 formats both shapes into the error of a mismatched slice assignment, which
     # compiles its string functions (about 2 s of a cold start); the generic message compiles none
-    import os
-    import subprocess
-    import sys
-    import numba
     from models import jitcache
-    if not numba.__version__.startswith(jitcache._LINK_TESTED[0]):
+    if not jitcache._numba_checked():
         pytest.skip("applied on the numba version it was checked on only")
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", _SLICE], env=env, cwd=root, capture_output=True, text=True,
-                         timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["True", "cannot assign slice from input of different size", "[]"]
+    out = _fresh_process(_SLICE, tmp_path)
+    assert out.splitlines() == ["True", "cannot assign slice from input of different size", "[]"]
 
 
 def test_styled_messages_are_built_without_terminal_setup(monkeypatch):
@@ -266,7 +251,6 @@ def test_styled_messages_are_built_without_terminal_setup(monkeypatch):
     assert dark.highlight("x") == Fore.RED + Style.BRIGHT + "x" + Style.RESET_ALL
     assert plain.errmsg("y") == Style.BRIGHT + "y" + Style.RESET_ALL
     assert not setups
-
 
 
 def test_flags_compare_as_numba_defines():

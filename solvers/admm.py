@@ -380,14 +380,15 @@ def polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, 
         for r in range(m):
             dvec[r] = (big if fixed[r] else delta) + (Rc[r] if has_rc else 0.0)
         op_factor(dense, geo, fac, dn, 0.0, dvec, True)
-    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, sigma, lam, lam_out,
-                           work[2], work[3], work[4])
+    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, sigma, lam,
+                           lam_out, work[2], work[3], work[4])
     return contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, lam_out,
                                      sigma_out, work[1])
 
 
 @njit(cache=True, inline="always")
-def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out):
+def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam,
+                             out):
     """out = Π_K(λ − Δ) with Δ_E = A⁻¹ H A⁻¹ vel_E on the rows E (fixed = 0), H = G_EE + R_c,
     A = H + δ I, and Δ = 0 on the fixed rows: the impulse change that cancels the velocities vel
     (m,) on E, on the factorisation `polish_kernel` sets up (damping δ on E, `big` on the fixed
@@ -397,28 +398,37 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
     sticking rows at rest) vel keeps a small part outside the range of H (targets of redundant
     rows that no motion meets exactly), which A⁻¹ alone amplifies by 1/δ: the plain correction
     A⁻¹ vel_E left 7–12 m/s on the resting robot pile's saved problems, this one 1e-7 to 2e-5.
-    H x is an operator product: the identity H x = b − δ x (x = A⁻¹ b) would save it but also
+    With rows fixed, H x is an operator product: the identity H x = b − δ x (x = A⁻¹ b) also
     carries the fixed rows' coupling G_EF x_F = O(‖G‖² ‖x‖ / big), which failed the polish of
-    G1 lying on the floor where this one succeeds (tried: 1.2 → 1.4 iterations a step)."""
+    G1 lying on the floor where the product succeeds (tried: 1.2 → 1.4 iterations a step).
+    Without fixed rows A = G + R_c + δ I exactly and the identity replaces the product.
+    δ: the factorisation's damping on E (beyond R_c), units of G."""
     m = lam.shape[0]
-    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out,
-                           np.empty(m), np.empty(m), np.empty(m))
+    w = np.empty((3, m))
+    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam, out,
+                           w[0], w[1], w[2])
 
 
 @njit(cache=True, _nrt=False)
-def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, fixed, vel, lam, out, b, x,
-                           y):
+def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam, out,
+                           b, x, y):
     """`cancel_velocities_kernel` on the caller's workspaces b, x, y (m,)."""
     m = lam.shape[0]
+    any_fixed = False
     for r in range(m):
         b[r] = 0.0 if fixed[r] else vel[r]
+        any_fixed = any_fixed or fixed[r] != 0
     op_solve(dense, geo, fac, ws, dn, b, x)
-    for r in range(m):
-        if fixed[r]:
-            x[r] = 0.0
-    op_matvec(dense, geo, ws, dn, x, y)
-    for r in range(m):
-        b[r] = 0.0 if fixed[r] else y[r] + (Rc[r] * x[r] if has_rc else 0.0)
+    if any_fixed:            # H x = (G + R_c) x on E, x_F = 0: one operator product
+        for r in range(m):
+            if fixed[r]:
+                x[r] = 0.0
+        op_matvec(dense, geo, ws, dn, x, y)
+        for r in range(m):
+            b[r] = 0.0 if fixed[r] else y[r] + (Rc[r] * x[r] if has_rc else 0.0)
+    else:                    # A x = b with A = G + R_c + δ I: H x = b − δ x
+        for r in range(m):
+            b[r] -= delta * x[r]
     op_solve(dense, geo, fac, ws, dn, b, x)
     for r in range(m):
         x[r] = lam[r] if fixed[r] else lam[r] - x[r]
@@ -426,7 +436,7 @@ def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc
 
 
 @njit(cache=True)
-def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam, out):
+def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out):
     """The next step's warm start after an accepted polish (λ, its rows `fixed`, its
     factorisation still in the operator): λ without the part that cancelled the incoming
     velocity jv = J v. Returns False (out untouched) if jv is not finite.
@@ -442,7 +452,7 @@ def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam
     if not models.kinematics.all_finite(jv):
         return False
     cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, Rc,
-                             has_rc, fixed, -jv, lam, out)
+                             has_rc, delta, fixed, -jv, lam, out)
     return True
 
 
@@ -640,16 +650,16 @@ def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, 
 
 @njit(cache=True)
 def _warm_next_into(state, lam, wn):
-    """`warm_next_kernel` inside the solve: wn = (kind, start, size, param, Rc, has_rc, fixed, v,
-    out), v (nv,) the bodies' velocities at the step's start, J v on the operator's own rows
+    """`warm_next_kernel` inside the solve: wn = (kind, start, size, param, Rc, has_rc, δ, fixed,
+    v, out), v (nv,) the bodies' velocities at the step's start, J v on the operator's own rows
     (`opstate.state_j_apply`). Returns 1 (out holds the warm start), −1 (v not
     finite), 0 (not computed: explicit operator, or no v)."""
-    kind, start, size, param, Rc, has_rc, fixed, v, out = wn
+    kind, start, size, param, Rc, has_rc, delta, fixed, v, out = wn
     if state.dense or v.shape[0] == 0:
         return 0
     jv = np.empty(lam.shape[0])
     state_j_apply(state, v, jv)
-    return 1 if warm_next_kernel(state, kind, start, size, param, Rc, has_rc, fixed, jv, lam, out) else -1
+    return 1 if warm_next_kernel(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out) else -1
 
 
 @njit(cache=True)
@@ -687,7 +697,6 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if not math.isfinite(total):
         return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0, 0)
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
-    wn = (kind, start, size, param, Rc, has_rc, fixed, v, warm_out)     # `_warm_next_into`'s
     sp = prm[0]
     max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
         sp.eig_iters
@@ -697,6 +706,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     cond = max(L / rho_min, 1.0 + 1e-12)
     rho = math.sqrt(L * rho_min) * cond ** rho_power
     delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
+    wn = (kind, start, size, param, Rc, has_rc, delta, fixed, v, warm_out)     # `_warm_next_into`'s
     m = g.shape[0]
     x = np.zeros(m)
     s = np.zeros(m)
@@ -718,22 +728,15 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         sigma[:] = z
         return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0, wn)
     n_polish = 0
-    fixed_prev = np.empty(m, np.int64)
     sw = np.empty(m)
     pw = np.empty((5, m))        # the polish's workspace (`polish_modes_into`)
-    best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
-    # the semismooth Newton polish (`newton_polish`): its columns of G kept for the whole solve
     newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
-    n_newton_tries, nw_cols = 0, 0
-    nw_steps = np.zeros(1, np.int64)
-    nw_G = np.empty((sp.newton_rows if newton else 0, m))
-    nw_col_of = np.full(m, -1, np.int64)
-    diag, have_diag = np.empty(m), False     # ≈ diag G (`op_diag`), once per solve: Newton and scaling
     # the polish holds a sliding impulse fixed, so it cannot succeed when a warm start's sliding
     # contact slips (its final slip would have to point exactly against that impulse): the
     # Newton polish then goes first (G1 falling: 638 of 638 such polishes failed; a robot at
     # rest slips nowhere and its polish succeeds)
     slipping = newton and warm and boundary_slip(kind, start, param, x, z) > SLIP_POLISH * tol
+    r_warm = (np.inf, 0.0)       # the warm polish's residual, if it ran and failed
     if polish and warm and not slipping:     # the previous step's contact modes, solved exactly
         n_polish += 1
         for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
@@ -743,8 +746,18 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if rpol[0] <= tol:
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
                                True, 0, wn)
-        if rpol[0] < best[0]:
-            best_lam[:], best_sig[:], best = lam, sigma, rpol
+        r_warm = rpol
+    # the rest of the solve's arrays, allocated once the warm polish failed or did not run
+    fixed_prev = np.empty(m, np.int64)
+    best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
+    if r_warm[0] < best[0]:
+        best_lam[:], best_sig[:], best = lam, sigma, r_warm
+    # the semismooth Newton polish (`newton_polish`): its columns of G kept for the whole solve
+    n_newton_tries, nw_cols = 0, 0
+    nw_steps = np.zeros(1, np.int64)
+    nw_G = np.empty((sp.newton_rows if newton else 0, m))
+    nw_col_of = np.full(m, -1, np.int64)
+    diag, have_diag = np.empty(m), False     # ≈ diag G (`op_diag`), once per solve: Newton and scaling
     # Newton from the warm start's modes, unless the warm start or its polish came within
     # newton_warm tol of the law (modes right: a few iterations finish it for less than
     # the Newton's dense block costs; G1 lying: solver +9 µs a step without this test). Also
@@ -1037,7 +1050,8 @@ class ADMMSolver:
         elif k.warm_next == 0:
             jv = _checked_jv(jv(), m, check_finite=False) if callable(jv) else jv
             warm_next = np.empty(m)
-            if not warm_next_kernel(state, kind, start, size, param, rc, has_rc, fixed, jv, lam, warm_next):
+            if not warm_next_kernel(state, kind, start, size, param, rc, has_rc, 0.1 * self.settings.mu_prox, fixed,
+                                    jv, lam, warm_next):
                 raise ValueError(f"jv must be finite with shape ({m},)")
         self.keep_after(op, it, k.polish_solves, rho, L_used, L, m, mm)
         history = [tuple(h) for h in hist[:it]] if record else []

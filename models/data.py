@@ -14,14 +14,14 @@ from numba import njit
 from numba.core import types
 from numba.experimental import structref
 
-from . import dynamics, joints, kinematics, spatial
+from . import dynamics, joints, kinematics, scratch, spatial
 from .dynamics import aba_bias_kernel, aba_factor_kernel, aba_refactor_kernel, minv_kernel
 from .jitcache import drop_stale_cache
 from .kinematics import kinematics_kernel, velocity_kernel
 from .layout import JI_PARENT
 
 # the kernels below compile in kernels of these modules
-drop_stale_cache(__file__, [dynamics.__file__, kinematics.__file__, spatial.__file__, joints.__file__])
+drop_stale_cache(__file__, [dynamics.__file__, kinematics.__file__, spatial.__file__, joints.__file__, scratch.__file__])
 
 _FIELDS = ("oR", "op", "S", "H", "IA", "U", "Dinv", "vel", "acc", "pA", "leaf")
 

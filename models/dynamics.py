@@ -10,9 +10,15 @@ U = Iᴬ S, D = Sᵀ U (+ armature), u = τ − Sᵀ pᴬ, c = v × S q̇.
 import numpy as np
 from numba import njit
 
+from . import joints, kinematics, scratch, spatial
+from .jitcache import drop_stale_cache
 from .kinematics import all_finite, fk_kernel, kinematics_kernel, q_status_kernel
 from .layout import JI_IV, JI_NV, JI_PARENT
+from .scratch import stack_matrix, stack_vector
 from .spatial import crf, crm
+
+# the kernels below compile in code of these modules
+drop_stale_cache(__file__, [joints.__file__, kinematics.__file__, scratch.__file__, spatial.__file__])
 
 _JIT = dict(cache=True)
 
@@ -124,7 +130,7 @@ def cholesky_solve(L, n, b, t, out):
         out[i] = s / L[i, i]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def spd_inverse(D, n, out):
     """out[:n, :n] = D[:n, :n]⁻¹ for a small SPD block (n ≤ 6) by Cholesky; returns False if not PD."""
     if n == 1:      # a one-dof joint: the operations below for n = 1, without their scratch arrays
@@ -133,11 +139,11 @@ def spd_inverse(D, n, out):
         li = 1.0 / np.sqrt(D[0, 0])
         out[0, 0] = li * li
         return True
-    L = np.zeros((6, 6))
+    L = _zeros(stack_matrix(6, 6))
     if not cholesky_into(D, n, L):
         return False
     # inverse of L (lower triangular), then out = L⁻ᵀ L⁻¹
-    Li = np.zeros((6, 6))
+    Li = _zeros(stack_matrix(6, 6))
     for j in range(n):
         Li[j, j] = 1.0 / L[j, j]
         for i in range(j + 1, n):
@@ -249,6 +255,32 @@ def crba_diagonal_kernel(jint, jfloat, armature, q, d):
 
 
 @njit(cache=True, inline="always")
+def _zeros(A):
+    """A (r, c) set to zero and returned (a `models.scratch` matrix as np.zeros gives it)."""
+    for r in range(A.shape[0]):
+        for c in range(A.shape[1]):
+            A[r, c] = 0.0
+    return A
+
+
+@njit(cache=True, inline="always")
+def _zero_vector(x):
+    """x set to zero and returned."""
+    for r in range(x.shape[0]):
+        x[r] = 0.0
+    return x
+
+
+@njit(cache=True, inline="always")
+def _copy_inertias(H, IA):
+    """IA ← H (n, 6, 6), by loops (a slice assignment may copy, which needs numba's runtime)."""
+    for i in range(H.shape[0]):
+        for r in range(6):
+            for c in range(6):
+                IA[i, r, c] = H[i, r, c]
+
+
+@njit(cache=True, inline="always")
 def _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D, keep):
     """ABA backward step for body i without bias (paper 000 Alg. 2 lines 4 and 7):
     U = Iᴬ S, D = Sᵀ U + armature, D⁻¹, and Iᴬ_λ += Iᴬ − U D⁻¹ Uᵀ. Returns False if D is not PD.
@@ -288,28 +320,28 @@ def _articulate(i, par, iv, nvi, S, armature, IA, U, Dinv, D, keep):
     return ok
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def aba_factor_kernel(jint, armature, S, H, IA, U, Dinv):
     """Backward pass of ABA without bias terms (paper 000 Alg. 2, lines 2–7): the articulated
     inertias Iᴬ (n, 6, 6), U = Iᴬ S (6, nv) and D⁻¹ (n, 6, 6; top-left nvᵢ×nvᵢ used).
     Depends on q only; reused by every `minv_kernel` call. Returns False if some D is singular."""
     n = jint.shape[0]
-    D = np.empty((6, 6))
-    IA[:, :, :] = H
+    D = stack_matrix(6, 6)
+    _copy_inertias(H, IA)
     ok = True
     for i in range(n - 1, -1, -1):
         ok &= _articulate(i, jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV], S, armature, IA, U, Dinv, D, False)
     return ok
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def aba_refactor_kernel(jint, armature, S, H, IA, U, Dinv, leaf):
     """`aba_factor_kernel` at a new q on arrays factorised before, keeping D⁻¹ of the leaf
     bodies (leaf (n,) bool): a body without children has Iᴬ = H, so D = Sᵀ H S + armature is its
     inertia seen through its joint's local subspace, which does not depend on q."""
     n = jint.shape[0]
-    D = np.empty((6, 6))
-    IA[:, :, :] = H
+    D = stack_matrix(6, 6)
+    _copy_inertias(H, IA)
     ok = True
     for i in range(n - 1, -1, -1):
         ok &= _articulate(i, jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV], S, armature, IA, U, Dinv, D, leaf[i])
@@ -343,7 +375,7 @@ def _make_dinv_sweeps(bias):
     @njit(cache=True, inline="always")
     def sweeps(jint, S, IA, U, Dinv, tau, f, c, a0, qdd, acc):
         n = jint.shape[0]
-        h, w, y, a = np.empty(6), np.empty(6), np.empty(6), np.empty(6)
+        h, w, y, a = stack_vector(6), stack_vector(6), stack_vector(6), stack_vector(6)
         for i in range(n - 1, -1, -1):
             par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
             if nvi == 1 and par >= 0:     # one dof (most joints): the same operations, unrolled
@@ -418,7 +450,7 @@ dinv_sweeps = _make_dinv_sweeps(False)
 dinv_bias_sweeps = _make_dinv_sweeps(True)
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
     """q̈ = M⁻¹ (τ + Σᵢ Jᵢᵀ fextᵢ) by the bias-free ABA sweeps (`dinv_sweeps`) on cached U, D⁻¹
     (paper 000 Alg. 2; with fext from constraints this is Alg. 1–2 merged, Sec. IV-D).
@@ -428,15 +460,15 @@ def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
     for i in range(jint.shape[0]):
         for r in range(6):
             pA[i, r] = fext[i, r]
-    dinv_sweeps(jint, S, Dinv, U, Dinv, tau, pA, acc, np.zeros(6), qdd, acc)
+    dinv_sweeps(jint, S, Dinv, U, Dinv, tau, pA, acc, _zero_vector(stack_vector(6)), qdd, acc)
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def bias_sweep_kernel(jint, S, H, v, vel, c, pA):
     """ABA's first forward sweep (Featherstone Table 7.1; paper 002 Alg. 1 lines 1–4 without
     τ): vᵢ = v_λ(i) + Sᵢ q̇ᵢ, cᵢ = vᵢ × Sᵢ q̇ᵢ, and pᴬᵢ += vᵢ ×* Hᵢ vᵢ on the caller's initial
     pᴬ (−fext for ABA, 0 for constrainedABA). vel, c, pA (n, 6)."""
-    bias_sweep_into(jint, S, H, v, vel, c, pA, np.empty(6), np.empty(6))
+    bias_sweep_into(jint, S, H, v, vel, c, pA, stack_vector(6), stack_vector(6))
 
 
 @njit(cache=True, inline="always")
@@ -456,7 +488,7 @@ def bias_sweep_into(jint, S, H, v, vel, c, pA, vJ, h):
         _crf_add(vel[i], h, pA[i])
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c, pA):
     """The velocity- and force-dependent sweeps of ABA (Featherstone Table 7.1, world frame,
     paper 002 Sec. III) on the articulated inertias of `aba_factor_kernel` at the same q:
@@ -471,7 +503,7 @@ def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c,
     for i in range(n):
         for r in range(6):
             pA[i, r] = -pA[i, r]      # the link forces −pᴬ of `dinv_bias_sweeps` (exact)
-    a0 = np.zeros(6)
+    a0 = _zero_vector(stack_vector(6))
     for r in range(3):
         a0[r] = -gravity[r]
     dinv_bias_sweeps(jint, S, IA, U, Dinv, tau, pA, c, a0, qdd, c)

@@ -19,7 +19,7 @@ constant in the child body frame, so in world coordinates Ṡ = v × S (paper 00
 import numpy as np
 from numba import njit
 
-from .spatial import axis_angle_to_rot, quat_to_rot, quat_exp, quat_mul
+from .spatial import axis_angle_to_rot, quat_to_rot
 
 FIXED, REVOLUTE, PRISMATIC, FREE, SPHERICAL, PLANAR = 0, 1, 2, 3, 4, 5
 JOINT_NAMES = ("fixed", "revolute", "prismatic", "free", "spherical", "planar")
@@ -81,7 +81,29 @@ def joint_subspace_local_into(jtype, axis, k, s):
             s[5] = 1.0
 
 
-@njit(cache=True)       # not inlined: a kernel of its own, called by integrate_kernel and advance_kernel
+@njit(**_JIT)
+def quat_times_exp(q, iq, wx, wy, wz, out):
+    """out[iq:iq+4] = q[iq:iq+4] ⊗ exp(w), normalised: a quaternion (x, y, z, w) turned by the
+    rotation vector w (rad, in its body frame), in scalars (`spatial.quat_mul`, `spatial.quat_exp`)."""
+    th2 = wx * wx + wy * wy + wz * wz
+    th = np.sqrt(th2)
+    if th < 1e-8:
+        k, c = 0.5 - th2 / 48.0, 1.0 - th2 / 8.0
+    else:
+        k, c = np.sin(0.5 * th) / th, np.cos(0.5 * th)
+    x, y, z, s = q[iq], q[iq + 1], q[iq + 2], q[iq + 3]
+    bx, by, bz = k * wx, k * wy, k * wz
+    nx = s * bx + x * c + y * bz - z * by
+    ny = s * by - x * bz + y * c + z * bx
+    nz = s * bz + x * by - y * bx + z * c
+    nw = s * c - x * bx - y * by - z * bz
+    nrm = np.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+    out[iq], out[iq + 1], out[iq + 2], out[iq + 3] = nx / nrm, ny / nrm, nz / nrm, nw / nrm
+
+
+# not inlined: a kernel of its own, called by integrate_kernel and advance_kernel; allocates
+# nothing, so that kernels compiled without reference counting call it (`models.scratch`)
+@njit(cache=True, _nrt=False)
 def joint_integrate(jtype, q, iq, v, iv, dt, out):
     """out[iq:iq+nq] = q ⊕ dt v for one joint: exact exponential map on SE(3), SO(3), SE(2)."""
     if jtype == REVOLUTE or jtype == PRISMATIC:
@@ -104,20 +126,9 @@ def joint_integrate(jtype, q, iq, v, iv, dt, out):
         out[iq] = q[iq] + (1 - 2 * (y * y + z * z)) * dx + 2 * (x * y - s * z) * dy + 2 * (x * z + s * y) * dz
         out[iq + 1] = q[iq + 1] + 2 * (x * y + s * z) * dx + (1 - 2 * (x * x + z * z)) * dy + 2 * (y * z - s * x) * dz
         out[iq + 2] = q[iq + 2] + 2 * (x * z - s * y) * dx + 2 * (y * z + s * x) * dy + (1 - 2 * (x * x + y * y)) * dz
-        if th < 1e-8:
-            k, c = 0.5 - th2 / 48.0, 1.0 - th2 / 8.0
-        else:
-            k, c = np.sin(0.5 * th) / th, np.cos(0.5 * th)
-        bx, by, bz = k * wx, k * wy, k * wz
-        nx = s * bx + x * c + y * bz - z * by
-        ny = s * by - x * bz + y * c + z * bx
-        nz = s * bz + x * by - y * bx + z * c
-        nw = s * c - x * bx - y * by - z * bz
-        nrm = np.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
-        out[iq + 3], out[iq + 4], out[iq + 5], out[iq + 6] = nx / nrm, ny / nrm, nz / nrm, nw / nrm
+        quat_times_exp(q, iq + 3, wx, wy, wz, out)
     elif jtype == SPHERICAL:
-        qn = quat_mul(q[iq:iq + 4], quat_exp(dt * v[iv:iv + 3]))
-        out[iq:iq + 4] = qn / np.sqrt(np.sum(qn * qn))
+        quat_times_exp(q, iq, dt * v[iv], dt * v[iv + 1], dt * v[iv + 2], out)
     elif jtype == PLANAR:
         c, s = q[iq + 2], q[iq + 3]
         vx, vy, w = dt * v[iv], dt * v[iv + 1], dt * v[iv + 2]

@@ -8,7 +8,13 @@ from numba import njit
 
 from .joints import FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL, joint_integrate, joint_subspace_local_into, joint_transform
 from .layout import JF_AXIS, JF_COM, JF_INERTIA, JF_MASS, JF_P, JF_R, JI_IQ, JI_IV, JI_NQ, JI_NV, JI_PARENT, JI_TYPE
+from . import joints, scratch, spatial
+from .jitcache import drop_stale_cache
+from .scratch import stack_matrix, stack_vector
 from .spatial import inertia_to_world, motion_to_world, quat_to_rot, skew
+
+# the kernels below compile in code of these modules
+drop_stale_cache(__file__, [joints.__file__, scratch.__file__, spatial.__file__])
 
 _JIT = dict(cache=True)
 
@@ -45,7 +51,7 @@ def fk_kernel(jint, jfloat, q, oR, op):
             oR[i, r, 2] = b0 * j02 + b1 * j12 + b2 * j22
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
     """FK plus world-frame quantities used by every dynamics sweep (paper 002, Sec. III).
 
@@ -53,8 +59,8 @@ def kinematics_kernel(jint, jfloat, q, oR, op, S, H):
     H (n, 6, 6): spatial inertia of each body about the world origin, in world axes.
     """
     fk_kernel(jint, jfloat, q, oR, op)
-    world_quantities_into(jint, jfloat, oR, op, S, H, np.empty(6), np.empty(6), np.empty(3), np.empty((3, 3)),
-                          np.empty((3, 3)))
+    world_quantities_into(jint, jfloat, oR, op, S, H, stack_vector(6), stack_vector(6), stack_vector(3),
+                          stack_matrix(3, 3), stack_matrix(3, 3))
 
 
 @njit(cache=True, inline="always")

@@ -155,7 +155,7 @@ def _single_body(I, Iinv, m, c, g_body, F, Mo, w, u, h, out):
     return ok
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _free_joint_term(v, iv, h, vf):
     """vf[iv:iv+3] += h ω × v of a free joint (world-aligned update of its linear part)."""
     wx, wy, wz = v[iv + 3], v[iv + 4], v[iv + 5]
@@ -226,7 +226,7 @@ def free_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind, inert
     return free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def articulated_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind, inertia, inertia_inv, mass, com,
                             oR, op, tau, fext, v, h, all_free, vf):
     """`free_step_kernel` when every body is ARTICULATED (`body_kinds`: no childless free or
@@ -241,7 +241,7 @@ def articulated_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def integrate_kernel(jint, q, v_free, dv, lam, h, q_out, v_next, v_out):
     """The step's end: v_next = v_f + Δv (nv,) with Δv = M⁻¹ Jᵀ λ, then `advance_kernel`
     (q_out = q ⊕ h v_next, v_out in the new axes). Returns whether q_out, v_out and the
@@ -265,13 +265,14 @@ def step_end_kernel(jint, jfloat, armature, q, v_free, dv, lam, h, q_out, v_next
     return 0 if compute_kernel(jint, jfloat, armature, q_out, d, refactor) else 2
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def advance_kernel(jint, q, v, h, q_out, v_out):
     """q_out = q ⊕ h v with free joints on SO(3) × R³ (p⁺ = p + h R v_lin, Q⁺ = Q ⊗ exp(h ω)),
     other joints by their exponential map (`joints.joint_integrate`); v_out = v with a free
     joint's linear part re-expressed in the new body axes, exp(−h ω) v_lin (same world vector).
     Returns whether every entry of q_out and v_out is finite."""
-    v_out[:] = v
+    for i in range(v.shape[0]):      # (a loop: a slice assignment may copy, which needs numba's runtime)
+        v_out[i] = v[i]
     for i in range(jint.shape[0]):
         jt, iq, iv, nqi = jint[i, JI_TYPE], jint[i, JI_IQ], jint[i, JI_IV], jint[i, JI_NQ]
         if nqi > 0:

@@ -118,8 +118,7 @@ def gather_kernel(rows, acc, qdd, y):
         y[r] = s
 
 
-# _nrt=True stated: `minv_kernel` allocates (see `dense_factor`)
-@njit(cache=True, _nrt=True)
+@njit(cache=True, _nrt=False)
 def matvec_kernel(jint, S, U, Dinv, rows, x, y, fext, tau, qdd, acc, pA):
     """Λ⁻¹ x = J M⁻¹ Jᵀ x in two sweeps (paper 000 Alg. 1–3 merged, Sec. IV-D): the constraint
     forces initialise the backward force sweep of the bias-free ABA (Alg. 2) and the link
@@ -130,8 +129,7 @@ def matvec_kernel(jint, S, U, Dinv, rows, x, y, fext, tau, qdd, acc, pA):
     gather_kernel(rows, acc, qdd, y)
 
 
-# _nrt=True stated: `minv_kernel` allocates (see `dense_factor`)
-@njit(cache=True, _nrt=True)
+@njit(cache=True, _nrt=False)
 def jt_minv_kernel(jint, S, U, Dinv, rows, x, fext, tau, qdd, acc, pA):
     """q̈ = M⁻¹ Jᵀ x (Alg. 1 merged into Alg. 2)."""
     scatter_kernel(rows, x, fext, tau)

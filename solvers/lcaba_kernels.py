@@ -10,17 +10,19 @@ from numba import njit
 import models.dynamics
 import models.joints
 import models.kinematics
+import models.scratch
 import models.spatial
 from models.dynamics import joint_torque_into
 from models.jitcache import drop_stale_cache
 from models.layout import JI_IV, JI_NV
+from models.scratch import stack_matrix
 
 from . import delassus_kernels as _dk
 from .constraints import CONTACT
 from .delassus_kernels import gather_kernel, scatter_kernel
 
 drop_stale_cache(__file__, [_dk.__file__, models.dynamics.__file__, models.kinematics.__file__, models.spatial.__file__,
-                            models.joints.__file__])
+                            models.joints.__file__, models.scratch.__file__])
 
 
 # --------------------------------------------------------------------------- Λ_R: assembly
@@ -74,15 +76,14 @@ def _contact_block(b1, b2, f, Rv, r0, slot, Hd, Ho, W, A, B):
                 Ho[slot, a, b] -= B[a, b]
 
 
-# _nrt=True stated: it allocates (see `delassus_kernels.dense_factor`)
-@njit(cache=True, _nrt=True)
+@njit(cache=True, _nrt=False)
 def damped_inertias_kernel(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof,
                            Hd, Ho, Dj):
     """Constraint inertias of paper 000 Alg. 4 lines 1–11 for R = diag(Rv), row by row:
     H_{i,i} = Hᵢ + Σ_e K_eⁱᵀ R_e K_eⁱ into Hd (n, 6, 6), H_{i,j} = Σ_e K_eⁱᵀ R_e K_eʲ into the
     coupling slots Ho, 𝒟 = armature + Σ 𝒦ᵀ R 𝒦 into Dj (nv,) for joint rows."""
     damped_inertias_into(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof,
-                         Hd, Ho, Dj, np.empty((3, 3)), np.empty((3, 3)), np.empty((6, 6)))
+                         Hd, Ho, Dj, stack_matrix(3, 3), stack_matrix(3, 3), stack_matrix(6, 6))
 
 
 @njit(cache=True, _nrt=False)

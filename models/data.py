@@ -48,7 +48,7 @@ def _new_state(oR, op, S, H, IA, U, Dinv, vel, acc, pA, leaf):
     return DataState(oR, op, S, H, IA, U, Dinv, vel, acc, pA, leaf)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def compute_kernel(jint, jfloat, armature, q, d, refactor):
     """Kinematics (oR, op, S, H) and the bias-free articulated factor (Iᴬ, U, D⁻¹) of d at q:
     `kinematics_kernel`, then `aba_refactor_kernel` (keeping the leaves' D⁻¹) if `refactor`,

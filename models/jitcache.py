@@ -7,7 +7,8 @@ On import, `compile_without_literals`, `compile_without_cfunc_wrappers`,
 `link_large_kernels_by_reference` and `compile_callees_without_python_wrappers` set how numba
 compiles the kernels of this project's packages (one specialisation per plain signature; no
 C-callable wrapper; a large callee's code called, not copied into each caller; a Python wrapper
-only for kernels Python calls), `shape_errors_unformatted` how numba compiles a slice
+only for kernels Python calls), `structref_fields_without_runtime` lets kernels compiled without
+numba's runtime read structref fields, `shape_errors_unformatted` how numba compiles a slice
 assignment's shape check in this process (a constant message), and
 `messages_without_terminal_setup`, `flags_compared_by_what_is_set` and
 `inline_fresh_callees_without_copies` cut three of numba's own overheads (the same code).
@@ -165,8 +166,37 @@ def shape_errors_unformatted():
                     t._overload_func = arrayobj.ol_raise_with_shape_context_generic
 
 
+def structref_fields_without_runtime():
+    """Let kernels compiled without numba's runtime (``_nrt=False``) read a structref's fields.
+
+    A structref's fields are read through its data pointer, which numba gets from the structref's
+    meminfo by a function of its runtime library (linked into every kernel) that counts nothing
+    and allocates nothing. numba still refuses it when the runtime is off ("NRT required but not
+    enabled"), so a kernel that takes a `models.data.DataState` or an operator state had to count
+    references to every array it unpacked (`models.scratch`). Here that one read is made as with
+    the runtime on; every other use of the runtime still raises. Applied on every numba version:
+    the kernels that take structrefs compile with ``_nrt=False`` only through it."""
+    from numba.core.runtime.context import NRTContext
+    original = NRTContext.meminfo_data
+    if getattr(original, "_any_runtime", False):
+        return
+
+    def meminfo_data(self, builder, meminfo):
+        if self._enabled:
+            return original(self, builder, meminfo)
+        self._enabled = True
+        try:
+            return original(self, builder, meminfo)
+        finally:
+            self._enabled = False
+
+    meminfo_data._any_runtime = True
+    NRTContext.meminfo_data = meminfo_data
+
+
 compile_without_literals()
 compile_without_cfunc_wrappers()
+structref_fields_without_runtime()
 
 
 # ---------------------------------------------------------------- numba's own overheads

@@ -112,7 +112,7 @@ def body_jacobian_kernel(jint, S, body, point, J):
         i = jint[i, JI_PARENT]
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def velocity_kernel(jint, S, v, vel):
     """Body spatial velocities vᵢ = v_λ(i) + Sᵢ q̇ᵢ (world frame), vel (n, 6)."""
     for i in range(jint.shape[0]):

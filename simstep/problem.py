@@ -56,7 +56,7 @@ _EMPTY_I = np.zeros(0, np.int64)
 _EMPTY_F = np.zeros(0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)     # it allocates (stated: see `models.scratch`)
 def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, x0):
     """x0[3i:3i+3] = frameᵢᵀ w, w = F λ the previous world impulse of the previous contact point
     of the same geometry pair (key // 4) nearest to pointᵢ, within `gate` (m), each previous
@@ -96,7 +96,7 @@ def warm_start_kernel(prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, fra
     return hit
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def same_pairs_kernel(prev_keys, keys):
     """True if the contacts of `keys` (k,) come from the geometry pairs of `prev_keys` (k,) in
     the same order (a key's pair is key // 4, `collision.Contacts.key`)."""
@@ -108,7 +108,7 @@ def same_pairs_kernel(prev_keys, keys):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def active_limits_kernel(lim_q, lim_dof, lim_val, lim_sgn, q, v_free, dt, margin, gap, active):
     """The joint-limit rows within reach this step, of the candidate rows (one per finite
     bound, dof-major, lower before upper): row i has the gap sgnᵢ (q[lim_qᵢ] − boundᵢ) (≥ 0
@@ -141,14 +141,14 @@ def gap_target(phi, dt, erp, vmax):
     return phi / dt if phi > 0 else max(erp * phi / dt, -vmax)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def limit_targets_kernel(gap, slop, dt, erp, vmax, g, row0):
     """g[row0 + i] += `gap_target` of the active joint limits' gaps (n,) (rad or m), slop removed."""
     for i in range(gap.shape[0]):
         g[row0 + i] += gap_target(dead_band(gap[i], slop), dt, erp, vmax)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, g):
     """Add to the normal rows of g (3i + 2) the contacts' velocity targets, from the signed
     distances with the slop band removed (φ = `dead_band`(distance, slop)): `gap_target`, or for
@@ -163,7 +163,7 @@ def contact_targets_kernel(distance, slop, vn_pre, e, dt, erp, vmax, threshold, 
         g[3 * i + 2] += corr
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def step_vectors_kernel(state, v_free, distance, slop, vn_pre, e, dt, erp, vmax, threshold, limit_gaps, limit_row,
                         prev_keys, prev_pos, prev_frames, prev_lam, keys, pos, frames, gate, g, x0):
     """The step's vectors on a matrix-free `solvers.opstate.OperatorState` in one call: g = J v_f

@@ -347,7 +347,7 @@ def polish_kernel(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_
     the impulses λ and their velocities σ = (G + R_c) λ + g without the De Saxcé term): with the
     modes of `active_set_kernel`, the rows E that must not move get the correction
     Δ_E = −A⁻¹ H A⁻¹ σ_E, H = G_EE + R_c, A = H + δ I (Newton's step −H⁻¹ σ_E on the range of H,
-    filtered where H is singular: `cancel_velocities_kernel`), the fixed rows F keep their
+    filtered where H is singular: `cancel_velocities_into`), the fixed rows F keep their
     impulses (the operator's damped solve with damping δ on E and `big` on F, which decouples
     them). Starting from λ rather
     than from zero keeps λ's distribution over redundant rows (the four corners of a face):
@@ -386,9 +386,9 @@ def polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, 
                                      sigma_out, work[1])
 
 
-@njit(cache=True, inline="always")
-def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam,
-                             out):
+@njit(cache=True, _nrt=False)
+def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam, out,
+                           b, x, y):
     """out = Π_K(λ − Δ) with Δ_E = A⁻¹ H A⁻¹ vel_E on the rows E (fixed = 0), H = G_EE + R_c,
     A = H + δ I, and Δ = 0 on the fixed rows: the impulse change that cancels the velocities vel
     (m,) on E, on the factorisation `polish_kernel` sets up (damping δ on E, `big` on the fixed
@@ -402,17 +402,8 @@ def cancel_velocities_kernel(dense, geo, fac, ws, dn, kind, start, size, param, 
     carries the fixed rows' coupling G_EF x_F = O(‖G‖² ‖x‖ / big), which failed the polish of
     G1 lying on the floor where the product succeeds (tried: 1.2 → 1.4 iterations a step).
     Without fixed rows A = G + R_c + δ I exactly and the identity replaces the product.
-    δ: the factorisation's damping on E (beyond R_c), units of G."""
-    m = lam.shape[0]
-    w = np.empty((3, m))
-    cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam, out,
-                           w[0], w[1], w[2])
-
-
-@njit(cache=True, _nrt=False)
-def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc, has_rc, delta, fixed, vel, lam, out,
-                           b, x, y):
-    """`cancel_velocities_kernel` on the caller's workspaces b, x, y (m,)."""
+    δ: the factorisation's damping on E (beyond R_c), units of G.
+    b, x, y (m,) are workspace."""
     m = lam.shape[0]
     any_fixed = False
     for r in range(m):
@@ -435,7 +426,7 @@ def cancel_velocities_into(dense, geo, fac, ws, dn, kind, start, size, param, Rc
     project_kernel(kind, start, size, param, x, out)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)     # it allocates (stated: its callers may run without the runtime)
 def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out):
     """The next step's warm start after an accepted polish (λ, its rows `fixed`, its
     factorisation still in the operator): λ without the part that cancelled the incoming
@@ -447,12 +438,22 @@ def warm_next_kernel(state, kind, start, size, param, Rc, has_rc, delta, fixed, 
     error of the same size with the other sign, and on a settled pile the warm start then fails
     the tolerance every second step (10-box pyramid: 47% of steps polished). The result balances
     g_rest alone: the impulse of the equilibrium the step settles into. The polish's change is
-    linear in σ_E (`cancel_velocities_kernel`) and σ contains jv, so taking jv's share back out
+    linear in σ_E (`cancel_velocities_into`) and σ contains jv, so taking jv's share back out
     is the change that cancels −jv."""
+    return warm_next_into(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out,
+                          np.empty((4, lam.shape[0])))
+
+
+@njit(cache=True, _nrt=False)
+def warm_next_into(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out, work):
+    """`warm_next_kernel` on the caller's workspace work (4, m)."""
     if not models.kinematics.all_finite(jv):
         return False
-    cancel_velocities_kernel(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, Rc,
-                             has_rc, delta, fixed, -jv, lam, out)
+    vel = work[0]
+    for r in range(jv.shape[0]):
+        vel[r] = -jv[r]
+    cancel_velocities_into(state.dense, state.geo, state.fac, state.ws, state.dn, kind, start, size, param, Rc,
+                           has_rc, delta, fixed, vel, lam, out, work[1], work[2], work[3])
     return True
 
 
@@ -627,39 +628,117 @@ KernelOut = namedtuple("KernelOut", ["iterations", "converged", "primal_residual
                                      "newton_steps", "warm_next"])
 
 
-@njit(cache=True)
-def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, n_newton, wn):
+@njit(cache=True, _nrt=False)
+def _kernel_out(state, lam, dv, it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, n_newton, wn,
+                work):
     """`KernelOut` of a solve whose impulses are λ, with dv (nv,) = M⁻¹ Jᵀ λ and velocity_change
     True on a matrix-free operator with a non-empty dv (`opstate.op_jt_minv`); after an accepted
     polish on a matrix-free operator, with the bodies' velocities v in wn (`_warm_next_into`),
-    the next step's warm start too (warm_next 1; −1: v not finite; 0: not computed)."""
+    the next step's warm start too (warm_next 1; −1: v not finite; 0: not computed). work
+    (5, m) is workspace."""
     if (it == 0 or polished) and not state.dense and dv.shape[0] > 0:
         # λ is 0, the warm start or an accepted polish: the test of the last of these took the
         # product G λ = J (M⁻¹ Jᵀ λ), which left M⁻¹ Jᵀ λ in the workspace's q̈
         # (`delassus_kernels.matvec_kernel`): the same numbers as a second sweep
-        if warm or polished:
-            dv[:] = state.ws.qdd
-        else:
-            dv[:] = 0.0
+        qdd = state.ws.qdd
+        for i in range(dv.shape[0]):
+            dv[i] = qdd[i] if warm or polished else 0.0
         has_dv = True
     else:
         has_dv = op_jt_minv(state.dense, state.geo, state.ws, lam, dv)
-    wnext = _warm_next_into(state, lam, wn) if polished else 0     # after dv: it reuses the workspace
+    wnext = _warm_next_into(state, lam, wn, work) if polished else 0     # after dv: it reuses the workspace
     return KernelOut(it, conv, rp, rd, rv, rc, rho, nup, warm, npol, L_used, polished, has_dv, n_newton, wnext)
 
 
-@njit(cache=True)
-def _warm_next_into(state, lam, wn):
+@njit(cache=True, _nrt=False)
+def _warm_next_into(state, lam, wn, work):
     """`warm_next_kernel` inside the solve: wn = (kind, start, size, param, Rc, has_rc, δ, fixed,
     v, out), v (nv,) the bodies' velocities at the step's start, J v on the operator's own rows
-    (`opstate.state_j_apply`). Returns 1 (out holds the warm start), −1 (v not
-    finite), 0 (not computed: explicit operator, or no v)."""
+    (`opstate.state_j_apply`), work (5, m) workspace. Returns 1 (out holds the warm start), −1
+    (v not finite), 0 (not computed: explicit operator, or no v)."""
     kind, start, size, param, Rc, has_rc, delta, fixed, v, out = wn
     if state.dense or v.shape[0] == 0:
         return 0
-    jv = np.empty(lam.shape[0])
+    jv = work[0]
     state_j_apply(state, v, jv)
-    return 1 if warm_next_kernel(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out) else -1
+    return 1 if warm_next_into(state, kind, start, size, param, Rc, has_rc, delta, fixed, jv, lam, out,
+                               work[1:]) else -1
+
+
+@njit(cache=True, inline="always")
+def _start_rho(sp):
+    """(ρ, δ, big) of a solve's start from its `SolveParams` sp: ρ = √(L ρ_min) cond^power
+    (cond = L / ρ_min), the polish's damping δ = 0.1 μ_prox and its `big`."""
+    cond = max(sp.L / sp.rho_min, 1.0 + 1e-12)
+    return math.sqrt(sp.L * sp.rho_min) * cond ** sp.rho_power, 0.1 * sp.mu_prox, 1e8 * max(sp.L, 1.0)
+
+
+@njit(cache=True, _nrt=False)
+def _admm_start(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm, lam, sigma, fixed, dv, v,
+                warm_out, w):
+    """`admm_kernel`'s start, which allocates nothing and runs without numba's reference counting
+    (`models.scratch`): the checks of g, of λ = 0 and of the warm start, and the polish of the
+    warm start's modes, on the workspace w (11, m): x, s, z, the projected warm start and its
+    σ', σ, the polish's workspace (5). Returns (done, `KernelOut` if done, tol, the start's
+    residual r0, the warm polish's (inf if it did not run), warm (the start is the warm start:
+    x, z = w[3], w[4], else w[0], w[2]), polishes so far, slipping); s = w[1] holds s(σ') of
+    the last σ' computed."""
+    total, gmax = 0.0, 0.0
+    for r in range(g.shape[0]):
+        total += g[r]
+        gmax = max(gmax, abs(g[r]))
+    sp = prm[0]
+    tol = sp.eps_abs + (sp.eps_rel * gmax if sp.eps_rel > 0.0 else 0.0)
+    r_warm = (np.inf, 0.0)       # the warm polish's residual, if it ran and failed
+    if not math.isfinite(total):
+        return (True, KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0, 0), tol,
+                r_warm, r_warm, False, 0, False)
+    dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
+    ncp, polish = sp.ncp, sp.polish
+    rho, delta, big = _start_rho(sp)
+    wn = (kind, start, size, param, Rc, has_rc, delta, fixed, v, warm_out)     # `_warm_next_into`'s
+    m = g.shape[0]
+    x, s, z, xw, zw, sw, pw = w[0], w[1], w[2], w[3], w[4], w[5], w[6:]
+    for r in range(m):
+        x[r] = 0.0
+        s[r] = 0.0
+        z[r] = g[r]              # σ'(0) = g + s(g): the cold start's velocities
+    if ncp:
+        desaxce_kernel(kind, start, param, z, s)
+        for r in range(m):
+            z[r] += s[r]
+    r0 = velocity_residual_kernel(kind, start, size, param, x, z)
+    warm = False
+    if use_x0:                   # the warm start projected on the cones
+        project_kernel(kind, start, size, param, x0, xw)
+        rw = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw, zw, s)
+        if rw[0] < r0[0]:
+            x, z, warm, r0 = xw, zw, True, rw
+    if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
+        for r in range(m):
+            lam[r] = x[r]
+            sigma[r] = z[r]
+        return (True, _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0, wn,
+                                  pw), tol, r0, r_warm, warm, 0, False)
+    n_polish = 0
+    newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
+    # the polish holds a sliding impulse fixed, so it cannot succeed when a warm start's sliding
+    # contact slips (its final slip would have to point exactly against that impulse): the
+    # Newton polish then goes first (G1 falling: 638 of 638 such polishes failed; a robot at
+    # rest slips nowhere and its polish succeeds)
+    slipping = newton and warm and boundary_slip(kind, start, param, x, z) > SLIP_POLISH * tol
+    if polish and warm and not slipping:     # the previous step's contact modes, solved exactly
+        n_polish += 1
+        for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
+            sw[r] = z[r] - s[r] if ncp else z[r]
+        rpol = polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
+                                 x, sw, fixed, fixed, False, lam, sigma, pw)      # `polish_kernel`
+        if rpol[0] <= tol:
+            return (True, _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish,
+                                      0.0, True, 0, wn, pw), tol, r0, rpol, warm, n_polish, slipping)
+        r_warm = rpol
+    return (False, KernelOut(0, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0, 0), tol, r0, r_warm,
+            warm, n_polish, slipping)
 
 
 @njit(cache=True)
@@ -690,63 +769,25 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     holds M⁻¹ Jᵀ λ) and warm_next (warm_out (m,) holds the next step's warm start, computed
     from the bodies' velocities v (nv,) at the step's start, `_warm_next_into`; v empty: not
     computed)."""
-    total, gmax = 0.0, 0.0
-    for r in range(g.shape[0]):
-        total += g[r]
-        gmax = max(gmax, abs(g[r]))
-    if not math.isfinite(total):
-        return KernelOut(-1, False, 0.0, 0.0, 0.0, 0.0, 0.0, 0, False, 0, 0.0, False, False, 0, 0)
+    m = g.shape[0]
+    w = np.empty((11, m))        # x, s, z, the warm start and its σ', σ, the polish's workspace (5)
+    done, out, tol, r0, r_warm, warm, n_polish, slipping = _admm_start(state, kind, start, size, param, g, Rc,
+                                                                       has_rc, x0, use_x0, prm, lam, sigma, fixed,
+                                                                       dv, v, warm_out, w)
+    if done:
+        return out
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
     sp = prm[0]
     max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
         sp.eig_iters
     tau, mu_prox, ratio, rho_power, factor = sp.tau, sp.mu_prox, sp.ratio, sp.rho_power, sp.rho_factor
-    tol = sp.eps_abs + (sp.eps_rel * gmax if sp.eps_rel > 0.0 else 0.0)
     L, rho_min, alpha, p_scale, L_scaled = sp.L, sp.rho_min, sp.relaxation, sp.scaling, sp.L_scaled
     cond = max(L / rho_min, 1.0 + 1e-12)
-    rho = math.sqrt(L * rho_min) * cond ** rho_power
-    delta, big = 0.1 * mu_prox, 1e8 * max(L, 1.0)
+    rho, delta, big = _start_rho(sp)
     wn = (kind, start, size, param, Rc, has_rc, delta, fixed, v, warm_out)     # `_warm_next_into`'s
-    m = g.shape[0]
-    x = np.zeros(m)
-    s = np.zeros(m)
-    z = g.copy()                 # σ'(0) = g + s(g): the cold start's velocities
-    if ncp:
-        desaxce_kernel(kind, start, param, z, s)
-        z += s
-    r0 = velocity_residual_kernel(kind, start, size, param, x, z)
-    warm = False
-    xw = np.empty(m if use_x0 else 0)     # the warm start projected on the cones
-    if use_x0:
-        project_kernel(kind, start, size, param, x0, xw)
-        zw = np.empty(m)
-        rw = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw, zw, s)
-        if rw[0] < r0[0]:
-            x, z, warm, r0 = xw, zw, True, rw
-    if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
-        lam[:] = x
-        sigma[:] = z
-        return _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0, wn)
-    n_polish = 0
-    sw = np.empty(m)
-    pw = np.empty((5, m))        # the polish's workspace (`polish_modes_into`)
-    newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
-    # the polish holds a sliding impulse fixed, so it cannot succeed when a warm start's sliding
-    # contact slips (its final slip would have to point exactly against that impulse): the
-    # Newton polish then goes first (G1 falling: 638 of 638 such polishes failed; a robot at
-    # rest slips nowhere and its polish succeeds)
-    slipping = newton and warm and boundary_slip(kind, start, param, x, z) > SLIP_POLISH * tol
-    r_warm = (np.inf, 0.0)       # the warm polish's residual, if it ran and failed
-    if polish and warm and not slipping:     # the previous step's contact modes, solved exactly
-        n_polish += 1
-        for r in range(m):       # σ = σ' − s(σ') (s depends on the tangential part only)
-            sw[r] = z[r] - s[r] if ncp else z[r]
-        rpol = polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta, big,
-                                 x, sw, fixed, fixed, False, lam, sigma, pw)      # `polish_kernel`
-        if rpol[0] <= tol:
-            return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rpol[0], rpol[1], rho, 0, warm, n_polish, 0.0,
-                               True, 0, wn)
-        r_warm = rpol
+    s, xw, sw, pw = w[1], w[3], w[5], w[6:]
+    x, z = (w[3], w[4]) if warm else (w[0], w[2])
+    newton = polish and ncp and sp.newton_rows > 0
     # the rest of the solve's arrays, allocated once the warm polish failed or did not run
     fixed_prev = np.empty(m, np.int64)
     best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
@@ -775,7 +816,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if good and rnw[0] <= tol:
             lam[:] = xw_n
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
-                               False, nw_steps[0], wn)
+                               False, nw_steps[0], wn, pw)
         if good and rnw[0] < best[0]:
             best_lam[:], best_sig[:], best = xw_n, sigma, rnw
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
@@ -879,7 +920,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 lam[:] = xw_p
                 sigma[:] = sw
                 return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
-                                   L, True, 0, wn)
+                                   L, True, 0, wn, pw)
             if rpol[0] < best[0]:
                 best_lam[:], best_sig[:], best = xw_p, sw, rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
@@ -893,7 +934,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 if good and rnw[0] <= tol:
                     lam[:] = xw_p
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,
-                                       n_polish, L, False, nw_steps[0], wn)
+                                       n_polish, L, False, nw_steps[0], wn, pw)
                 if good and rnw[0] < best[0]:
                     best_lam[:], best_sig[:], best = xw_p, sigma, rnw
         if mem > 0 and it >= aa_resume:
@@ -935,7 +976,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             rv, rc = best
     lam[:] = yp
     return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False,
-                       nw_steps[0], wn)
+                       nw_steps[0], wn, pw)
 
 
 class _Matvec:

@@ -289,7 +289,7 @@ def jt_apply_kernel(jint, S, rows, x, fext, tau):
                 fext[par, c] += fext[i, c]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def j_apply_kernel(jint, S, rows, v, y, vel):
     """J v: link velocities by a forward sweep, then the rows (Alg. 3 with ν in place of ν̇)."""
     velocity_kernel(jint, S, v, vel)

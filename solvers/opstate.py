@@ -275,7 +275,7 @@ def op_jt_minv(dense, geo, ws, lam, out):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def state_j_apply(state, v, out):
     """out (m,) = J v (m/s) of joint velocities v (nv,) on a matrix-free `OperatorState`
     (`delassus_kernels.j_apply_kernel`, link velocities in the workspace's acc): one boxed

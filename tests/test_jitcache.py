@@ -298,3 +298,27 @@ def test_inlined_callees_are_spliced_without_copies(monkeypatch):
     assert twice(x, y) == twice.py_func(xp, yp)
     assert np.array_equal(x, xp) and np.array_equal(y, yp)
     assert not copies
+
+
+def test_structref_fields_are_read_without_numba_runtime():
+    """A kernel compiled with _nrt=False reads a structref's fields (a `models.data.DataState`'s
+    arrays) through `structref_fields_without_runtime`; allocating there still fails to compile."""
+    import scenes
+    from models.data import Data
+    from numba.core.errors import NumbaRuntimeError, TypingError
+
+    @njit(_nrt=False)
+    def body_height(d, i):
+        return d.op[i, 2] + d.oR[i, 2, 2] * 0.0
+
+    w = scenes.quadruped("go2")
+    data = Data(w.model)
+    data.compute(w.q0)
+    for i in range(w.model.nbodies):
+        assert body_height(data.state, i) == data.op[i, 2]
+
+    @njit(_nrt=False)
+    def allocates(d):
+        return np.empty(3)[0] + d.op[0, 0]
+    with pytest.raises((NumbaRuntimeError, TypingError)):
+        allocates(data.state)

@@ -21,7 +21,7 @@ from models.jitcache import drop_stale_cache, kernel_variant
 
 from . import broadphase, gjk, hulls, midphase, narrow, patch, state, support, workspace
 from .broadphase import aabb_kernel, broadphase_kernel, placements_kernel
-from .jitopts import _JIT, _NONRT
+from .jitopts import _NONRT
 from .midphase import _cache_axis, separated_along_cached, separated_along_centres
 from .narrow import PAIR_GJK, PAIR_LIBRARY, PAIR_NONE, narrow_pair, narrow_pair_nobox
 from .patch import emit_patch
@@ -76,7 +76,7 @@ def narrow_phase(npairs, pairs, lib_pairs, gbody, gkind, gsize, gR, gp, lc, cver
     return nlib, k
 
 
-@njit(**_JIT)
+@njit(**_NONRT)
 def detect_kernel(st, oR, op):
     """Geometry placements of st (a `state.DetectState`) from the body placements oR (n, 3, 3),
     op (n, 3), AABBs, broad phase and the narrow phase, into st's output buffers.
@@ -98,4 +98,4 @@ def detect_kernel(st, oR, op):
 # detectors without boxes (robots on the ground): the narrow phase without the box-box and
 # sphere-box kernels (a fifth less compile)
 narrow_phase_nobox = kernel_variant(narrow_phase, "narrow_phase_nobox", _NONRT, narrow_pair=narrow_pair_nobox)
-detect_nobox_kernel = kernel_variant(detect_kernel, "detect_nobox_kernel", _JIT, narrow_phase=narrow_phase_nobox)
+detect_nobox_kernel = kernel_variant(detect_kernel, "detect_nobox_kernel", _NONRT, narrow_phase=narrow_phase_nobox)

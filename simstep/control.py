@@ -16,11 +16,12 @@ from models.kinematics import all_finite
 from ._checks import check_bool
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def pd_torque_kernel(kp, kd, q_target, v_target, limit, iq, iv, q, v, tau):
     """τ[ivⱼ] = clip(Kpⱼ (q*ⱼ − q[iqⱼ]) + Kdⱼ (v*ⱼ − v[ivⱼ]), ±limitⱼ) for the PD joints j, 0 on
     the other dofs; tau (nv,) written in place (N·m or N); np.clip's result, NaN included."""
-    tau[:] = 0.0
+    for i in range(tau.shape[0]):
+        tau[i] = 0.0
     for j in range(iq.shape[0]):
         u = kp[j] * (q_target[j] - q[iq[j]]) + kd[j] * (v_target[j] - v[iv[j]])
         if u > limit[j]:

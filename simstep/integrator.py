@@ -165,7 +165,7 @@ def _free_joint_term(v, iv, h, vf):
     vf[iv + 2] += h * (wx * uy - wy * ux)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)     # it allocates (stated: `steady_step_kernel` runs without the runtime)
 def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, oR, op, tau, fext, v, h, vf):
     """Rewrite ABA's free velocity vf = v + h a (nv,) of free and spherical joints in place.
 
@@ -211,7 +211,7 @@ def free_velocity_kernel(jint, kind, inertia, inertia_inv, mass, com, gravity, o
     return fails
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)     # (as `free_velocity_kernel`)
 def free_step_kernel(jint, gravity, S, H, IA, U, Dinv, vel, acc, pA, kind, inertia, inertia_inv, mass, com, oR, op,
                      tau, fext, v, h, all_free, vf):
     """The step's free velocity vf (nv,) in one call: vf = v + h ABA(q, v, τ, f_ext) from the
@@ -254,7 +254,7 @@ def integrate_kernel(jint, q, v_free, dv, lam, h, q_out, v_next, v_out):
     return advance_kernel(jint, q, v_next, h, q_out, v_out) and np.isfinite(acc)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def step_end_kernel(jint, jfloat, armature, q, v_free, dv, lam, h, q_out, v_next, v_out, d, refactor):
     """`integrate_kernel`, then the next step's kinematics and articulated factor at q_out in the
     same call (`models.data.compute_kernel` on the next Data's `DataState` d, refactor: that

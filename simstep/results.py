@@ -11,7 +11,7 @@ from numba import njit
 TRAJECTORY_FORMAT = 1    # version written into saved trajectories
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def max_penetration(distance):
     """The deepest penetration max(0, −min distance) of contacts' signed distances (k,), m."""
     d = 0.0

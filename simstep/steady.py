@@ -124,9 +124,13 @@ class SteadyOut(NamedTuple):
 
 class SteadyArrays(NamedTuple):
     """The arrays `steady_step_kernel` writes, allocated by its caller (numba boxes an array it
-    allocated for about 0.6 µs, four times a Python allocation): λ (m,) N·s, the polish's next
-    warm start (m,), q⁺ (nq,), v⁺ (nv,) and the contacts' own arrays
-    (`collision.Contacts.of_arrays`: i (5, k), s (4, k), position (k, 3), frame (k, 3, 3))."""
+    allocated for about 0.6 µs, four times a Python allocation; and the kernel, which allocates
+    nothing, runs without numba's reference counting, `models.scratch`): λ (m,) N·s, the
+    polish's next warm start (m,), q⁺ (nq,), v⁺ (nv,) and the contacts' own arrays
+    (`collision.Contacts.of_arrays`: i (5, k), s (4, k), position (k, 3), frame (k, 3, 3)); then
+    the kernel's scratch, which it leaves nothing in (`SteadyStep._scratch`, kept across
+    steps): work (2 nv + 3 m + k,) for v_f, Δv, g, x0, σ and the contacts' zero restitution,
+    iwork (m,) for the polish's fixed rows, and hist (0, 4) (no ADMM history)."""
     lam: np.ndarray
     warm: np.ndarray
     q_next: np.ndarray
@@ -135,11 +139,16 @@ class SteadyArrays(NamedTuple):
     contact_s: np.ndarray
     position: np.ndarray
     frame: np.ndarray
+    work: np.ndarray
+    iwork: np.ndarray
+    hist: np.ndarray
 
     @classmethod
-    def empty(cls, m, nq, nv, k):
+    def empty(cls, m, nq, nv, k, scratch):
+        """New output arrays for m rows, nq, nv, k contacts, with the scratch (work, iwork, hist)."""
         e = np.empty
-        return tuple.__new__(cls, (e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3))))
+        return tuple.__new__(cls, (e(m), e(m), e(nq), e(nv), e((5, k), np.int64), e((4, k)), e((k, 3)), e((k, 3, 3)),
+                                   *scratch))
 
 
 class ContactArrays(NamedTuple):
@@ -238,12 +247,12 @@ class SetPlan(NamedTuple):
     arrays: object       # the kernel's `SetArrays` of the set and those buffers
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _staged(status):
     return (status, 0, False, 0.0, 0.0, 0.0, 0.0, 0.0, False, 0, 0.0, 0, False, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _copy_contacts(out_i, out_p, out_R, out_s, k, c_i, position, frame, c_s):
     """The first k contacts of the detector's buffers into the contacts' own arrays, by loops
     (slice assignments of these four arrays added 8 s to the kernel's compile)."""
@@ -258,7 +267,7 @@ def _copy_contacts(out_i, out_p, out_R, out_s, k, c_i, position, frame, c_s):
                 frame[j, r, c] = out_R[j, r, c]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext, sa, warm_keys, warm_pos, warm_frame,
                        warm_lam, carry, prm, v_sum, refactor, out):
     """Stages 3–6 of a steady step (module docstring) at state (q (nq,), v (nv,)) with joint
@@ -283,7 +292,8 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext
     for s in size:
         m += s
     if out.lam.shape[0] != m or out.warm.shape[0] != m or out.q_next.shape[0] != q.shape[0] or \
-            out.v_next.shape[0] != nv or out.contact_i.shape[1] != k or out.position.shape[0] != k:
+            out.v_next.shape[0] != nv or out.contact_i.shape[1] != k or out.position.shape[0] != k or \
+            out.work.shape[0] != 2 * nv + 3 * m + k or out.iwork.shape[0] != m:
         return _staged(STAGED)
     for i in range(k):
         if out_i[4, i] // 4 != set_keys[i] // 4:
@@ -291,8 +301,11 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext
     c_i, c_s, position, frame = out.contact_i, out.contact_s, out.position, out.frame   # the contacts' own arrays
     _copy_contacts(out_i, out_p, out_R, out_s, k, c_i, position, frame, c_s)
     keys, distance = c_i[4], c_s[0]
+    work = out.work
+    vf, dv, g, x0, sigma, e_k = work[:nv], work[nv:2 * nv], work[2 * nv:2 * nv + m], \
+        work[2 * nv + m:2 * nv + 2 * m], work[2 * nv + 2 * m:2 * nv + 3 * m], work[2 * nv + 3 * m:]
+    e = work[:0]
     # 3: the free velocity
-    vf = np.empty(nv)
     free_step_kernel(cst.jint, cst.gravity, d.S, d.H, d.IA, d.U, d.Dinv, d.vel, d.acc, d.pA, cst.kind, cst.inertia,
                      cst.inertia_inv, cst.mass, cst.com, d.oR, d.op, tau, fext, v, cst.h, cst.all_free, vf)
     # 4: the tail's active limits must be the set's; the set's contact points; g and x0
@@ -306,21 +319,23 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext
         if cst.active[i] != tail_active[i]:
             return _staged(TAIL_CHANGED)
     contact_points_kernel(position, frame, cb_f)
-    g, x0 = np.empty(m), np.zeros(m)
-    hit = step_vectors_kernel(state, vf, distance, cst.slop, g, np.zeros(k), cst.h, cst.erp, cst.vmax, cst.threshold,
+    for r in range(m):
+        x0[r] = 0.0
+    for i in range(k):
+        e_k[i] = 0.0
+    hit = step_vectors_kernel(state, vf, distance, cst.slop, g, e_k, cst.h, cst.erp, cst.vmax, cst.threshold,
                               cst.gap[:n], 3 * k + cst.extra_rows, warm_keys, warm_pos, warm_frame, warm_lam, keys,
                               position, frame, cst.gate, g, x0)
     if carry:
         ntail = m - 3 * k
-        x0[3 * k:] = warm_lam[warm_lam.shape[0] - ntail:]
+        for r in range(ntail):
+            x0[3 * k + r] = warm_lam[warm_lam.shape[0] - ntail + r]
         hit = True
     # 5: the solve, with M⁻¹ Jᵀ λ and the next warm start
     # (without a warm start, the staged path has no incoming velocity J v: λ is the next warm start)
-    lam, warm = out.lam, out.warm
-    sigma, fixed, dv = np.empty(m), np.empty(m, np.int64), np.empty(nv)
-    e = np.empty(0)
+    lam, warm, fixed = out.lam, out.warm, out.iwork
     r = admm_kernel(state, kind, start, size, param, g, e, False, x0 if hit else e, hit, prm, lam, sigma, fixed,
-                    np.empty((0, 4)), dv, v if hit else e, warm)
+                    out.hist, dv, v if hit else e, warm)
     if r.iterations < 0 or not r.velocity_change or (r.polished and hit and r.warm_next != 1):
         return _staged(STAGED)
     # 6: q⁺, v⁺ and the next step's Data
@@ -335,8 +350,8 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext
 
 # robots on a free base (`integrator.body_kinds`: no childless free body): the free step without
 # the free bodies' Newton solves, which the staged path then never compiles either
-steady_articulated_kernel = kernel_variant(steady_step_kernel, "steady_articulated_kernel", dict(cache=True),
-                                           free_step_kernel=articulated_step_kernel)
+steady_articulated_kernel = kernel_variant(steady_step_kernel, "steady_articulated_kernel",
+                                           dict(cache=True, _nrt=False), free_step_kernel=articulated_step_kernel)
 
 
 class SteadyStep:
@@ -351,6 +366,7 @@ class SteadyStep:
         self._gains = None                              # the last step's PD arrays and their `PDArrays`
         self._target = None                             # and its targets q*
         self._plan = None                               # `_plan_of`'s last `SetPlan`
+        self._work = (None, None)                       # `_scratch`'s last sizes and arrays
 
     def __getstate__(self):
         """Picklable (snapshots, rollout workers): the compiled handles (`StepConstants`, the plan's
@@ -449,7 +465,7 @@ class SteadyStep:
             w = a.warm
             carry = a.carries_tail(m - 3 * k)
             prm = admm.params_for(p.L, m, rho_min)
-            out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k)
+            out = SteadyArrays.empty(m, q.shape[0], v.shape[0], k, self._scratch(m, v.shape[0], k))
             args = (self._constants(sim), d.state, d_next.state, state, q, v, tau_v, pd, gains, target, sim._fext,
                     p.arrays, w.keys, w.position, w.frame, w.lam, carry, prm, sim._v_sum, d_next._factored, out)
             entry = self._entry
@@ -486,6 +502,13 @@ class SteadyStep:
                     tau_v if pd else tau_v.copy(), st, r.max_penetration)
         self._qv = (out.q_next, out.v_next)
         return None
+
+    def _scratch(self, m, nv, k):
+        """The kernel's scratch for m rows, nv dofs and k contacts (`SteadyArrays`), kept while
+        the sizes are the same (the kernel leaves nothing in it)."""
+        if self._work[0] != (m, nv, k):
+            self._work = ((m, nv, k), (np.empty(2 * nv + 3 * m + k), np.empty(m, np.int64), np.empty((0, 4))))
+        return self._work[1]
 
     def _switch(self, sim, a, det, k):
         """A kept contact set other than the last (`ProblemAssembler.sets`) whose pairs are those

@@ -539,7 +539,7 @@ def rows_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, oR, op, la, lb, kA, kB
                 kB[row, :] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def contact_points_kernel(pos, frame, cb_f):
     """The parameters of the first k blocks (contacts): point (k, 3) and frame (k, 3, 3) row-major."""
     for i in range(pos.shape[0]):

@@ -258,7 +258,7 @@ def q_status_kernel(jint, q, tol):
     return -1
 
 
-@njit(**_JIT)
+@njit(cache=True, _nrt=False)
 def all_finite(x):
     """True if every entry of the 1-D array x is finite."""
     for k in range(x.shape[0]):

@@ -307,7 +307,7 @@ def boundary_slip(kind, start, param, lam, sigma):
     return slip
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def active_set_kernel(kind, start, size, param, lam, sigma, fixed):
     """Contact modes guessed from impulses λ and velocities σ' (m,): fixed[r] = 1 on rows whose
     impulse is known (separated contacts and inactive limits: 0; sliding contacts: λ as is;

@@ -138,7 +138,7 @@ def project_cone(mu, t1, t2, n):
     return 0.0, 0.0, max(n, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def project_kernel(kind, start, size, param, x, out):
     """out = Π_K(x) block by block."""
     for b in range(kind.shape[0]):
@@ -155,7 +155,7 @@ def project_kernel(kind, start, size, param, x, out):
             out[s] = min(max(x[s], -param[b]), param[b])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def desaxce_kernel(kind, start, param, sigma, s_out):
     """De Saxcé correction s(σ) = (0, 0, μ‖σ_t‖) on cone blocks, 0 elsewhere."""
     s_out[:] = 0.0
@@ -165,7 +165,7 @@ def desaxce_kernel(kind, start, param, sigma, s_out):
             s_out[s + 2] = param[b] * np.sqrt(sigma[s] ** 2 + sigma[s + 1] ** 2)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def velocity_residual_kernel(kind, start, size, param, lam, sigma):
     """Coulomb residual of impulses λ ∈ K (m,) with the velocities σ' = (G + R) λ + g + s(σ) they
     produce (m/s): the largest |σ' − z| over rows, where z is the velocity nearest to σ' that

@@ -122,7 +122,7 @@ def damped_inertias_into(Rv, H, armature, cb_kind, cb_row, cb_nrows, cb_body, cb
                     _outer_add(Ho, s, 0, w, kB[r], kA[r])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def unit_sums_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, kA, kB, dof, Pd, Po, Pj):
     """The unit-damping sums of Alg. 4 lines 1–11 (R = I): Pd (n, 6, 6) = Σ Kᵀ K per body, Po
     per coupling slot, Pj (nv,) per joint row. They depend on q only; `scaled_inertias_kernel`
@@ -186,7 +186,7 @@ def unit_sums_kernel(cb_kind, cb_row, cb_nrows, cb_body, cb_f, cb_slot, la, lb, 
                     _outer_add(Po, s, 0, 1.0, kB[r], kA[r])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def scaled_inertias_kernel(rho, H, armature, Pd, Po, Pj, Hd, Ho, Dj):
     """Constraint inertias of Alg. 4 lines 1–11 for R = ρ I from the unit sums
     (`unit_sums_kernel`): Hd = H + ρ Pd, Ho = ρ Po, Dj = armature + ρ Pj, O(n + slots)."""

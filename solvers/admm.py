@@ -776,6 +776,41 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                                                                        dv, v, warm_out, w)
     if done:
         return out
+    sp = prm[0]
+    newton = sp.polish and sp.ncp and sp.newton_rows > 0
+    mem = sp.anderson
+    fac, dn = state.fac, state.dn
+    afac, adn = fac, dn          # the iterations' factorisation; with polishes, in storage of its own
+    if sp.polish:                # (the polish's goes to the state's, where `warm_next_kernel` finds it)
+        afac, adn = op_spare_factor(state.dense, fac, dn)
+    wi, iw = np.empty((21, m)), np.empty((3, m), np.int64)
+    aa_dF, aa_dG, aa_gram, aa_M, aa_b = np.empty((mem, m)), np.empty((mem, m)), np.empty((mem, mem)), \
+        np.empty((mem, mem)), np.empty(mem)
+    nw_rows = sp.newton_rows if newton else 0
+    nw_G, param_c, blk = np.empty((nw_rows, m)), param.copy(), np.empty((state.geo[0].shape[0], 6, 6))
+    return _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, lam, sigma, fixed, hist, dv, v,
+                         warm_out, w, wi, iw, aa_dF, aa_dG, aa_gram, aa_M, aa_b, nw_G, param_c, blk, afac, adn, tol,
+                         r0, r_warm, warm, n_polish, slipping)
+
+
+@njit(cache=True, inline="always")
+def _copy(src, dst):
+    """dst[:] = src by a loop (a slice assignment may copy, which needs numba's runtime)."""
+    for r in range(src.shape[0]):
+        dst[r] = src[r]
+
+
+@njit(cache=True, _nrt=False)
+def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, lam, sigma, fixed, hist, dv, v,
+                  warm_out, w, wi, iw, aa_dF, aa_dG, aa_gram, aa_M, aa_b, nw_G, param_c, blk, afac, adn, tol, r0,
+                  r_warm, warm, n_polish, slipping):
+    """`admm_kernel` after `_admm_start` (its w, tol, r0, r_warm, warm, n_polish and slipping):
+    the Newton polish from the warm start, the scaled ADMM iterations with their polishes, and
+    the result. Allocates nothing and runs without numba's reference counting
+    (`models.scratch`): the caller gives the workspaces wi (21, m), iw (3, m) int, Anderson's
+    (mem, m) ×2, (mem, mem) ×2, (mem,), the Newton's columns nw_G (rows, m), a copy of param
+    for the scaled bounds, blk (n, 6, 6) for the diagonal and the iterations' factor storage
+    afac, adn (the state's own, or a spare one with polishes, `opstate.op_spare_factor`)."""
     dense, geo, fac, ws, dn = state.dense, state.geo, state.fac, state.ws, state.dn
     sp = prm[0]
     max_iter, ncp, osqp, record, polish, eig_iters = sp.max_iter, sp.ncp, sp.osqp, sp.record, sp.polish, \
@@ -788,17 +823,25 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     s, xw, sw, pw = w[1], w[3], w[5], w[6:]
     x, z = (w[3], w[4]) if warm else (w[0], w[2])
     newton = polish and ncp and sp.newton_rows > 0
-    # the rest of the solve's arrays, allocated once the warm polish failed or did not run
-    fixed_prev = np.empty(m, np.int64)
-    best_lam, best_sig, best = x.copy(), z.copy(), r0     # safeguard: the best point seen so far
+    m = g.shape[0]
+    best_lam, best_sig, diag, xw_n, sc, g_sc, y, dvec, rhs, x_prev, xn, xw_p, yp, bw, yk, zk = \
+        wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], wi[8], wi[9], wi[10], wi[11], wi[12], wi[13], \
+        wi[14], wi[15]
+    aa_f, aa_g, aa_fp, aa_gp, aa_out = wi[16], wi[17], wi[18], wi[19], wi[20]
+    fixed_prev, nw_col_of, nw_steps = iw[0], iw[1], iw[2, :1]
+    _copy(x, best_lam)           # safeguard: the best point seen so far
+    _copy(z, best_sig)
+    best = r0
     if r_warm[0] < best[0]:
-        best_lam[:], best_sig[:], best = lam, sigma, r_warm
+        _copy(lam, best_lam)
+        _copy(sigma, best_sig)
+        best = r_warm
     # the semismooth Newton polish (`newton_polish`): its columns of G kept for the whole solve
     n_newton_tries, nw_cols = 0, 0
-    nw_steps = np.zeros(1, np.int64)
-    nw_G = np.empty((sp.newton_rows if newton else 0, m))
-    nw_col_of = np.full(m, -1, np.int64)
-    diag, have_diag = np.empty(m), False     # ≈ diag G (`op_diag`), once per solve: Newton and scaling
+    nw_steps[0] = 0
+    for r in range(m):
+        nw_col_of[r] = -1
+    have_diag = False            # ≈ diag G (`op_diag`), once per solve: Newton and scaling
     # Newton from the warm start's modes, unless the warm start or its polish came within
     # newton_warm tol of the law (modes right: a few iterations finish it for less than
     # the Newton's dense block costs; G1 lying: solver +9 µs a step without this test). Also
@@ -807,31 +850,34 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     # 127 such solves, which otherwise ran 10 iterations first)
     if newton and use_x0 and (not warm or slipping or best[0] > sp.newton_warm * tol):
         n_newton_tries += 1
-        xw_n = np.empty(m)
-        op_diag(dense, geo, dn, diag)
+        op_diag(dense, geo, dn, diag, blk)
         have_diag = True
         nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, xw,
                                         sp.newton_steps, tol, diag, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma,
                                         nw_steps)
         if good and rnw[0] <= tol:
-            lam[:] = xw_n
+            _copy(xw_n, lam)
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
                                False, nw_steps[0], wn, pw)
         if good and rnw[0] < best[0]:
-            best_lam[:], best_sig[:], best = xw_n, sigma, rnw
+            _copy(xw_n, best_lam)
+            _copy(sigma, best_sig)
+            best = rnw
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
-    sc = np.empty(m)             # (filled by a loop: np.ones is one more library function to compile)
     for r in range(m):
         sc[r] = 1.0
     scaled = p_scale > 0.0
     g_s, param_s = g, param
     if scaled:
         if not have_diag:
-            op_diag(dense, geo, dn, diag)
+            op_diag(dense, geo, dn, diag, blk)
             have_diag = True
         scale_kernel(kind, start, size, diag, p_scale, sc)
-        g_s = g * sc
-        param_s = param.copy()
+        for r in range(m):
+            g_sc[r] = g[r] * sc[r]
+        g_s = g_sc
+        _copy(param, param_c)
+        param_s = param_c
         for b in range(kind.shape[0]):
             if kind[b] == BOX:      # |λ̃| ≤ f / s
                 param_s[b] = param[b] / sc[start[b]]
@@ -851,31 +897,17 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             break
         sc_max = max(sc_max, sc[r])
     tol_s = tol * sc_max         # r_d is a scaled velocity: the physical test is triggered generously
-    y = x.copy()
+    _copy(x, y)
     trho = tau * rho
-    dvec = np.empty(m)
-    afac, adn = fac, dn          # the iterations' factorisation; with polishes, in storage of its own
-    if polish:                   # (the polish's goes to the state's, where `warm_next_kernel` finds it)
-        afac, adn = op_spare_factor(dense, fac, dn)
     op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
-    rhs = np.empty(m)
     next_rhs_kernel(kind, start, param_s, g_s, x, y, z, trho, mu_prox, ncp, rhs, s)   # step 1 for the first iteration
-    x_prev = x.copy()
-    xn = np.empty(m)
-    xw_p = np.empty(m)
-    yp = np.empty(m)             # λ = S y, physical
-    bw = np.empty(m)
+    _copy(x, x_prev)             # (yp: λ = S y, physical)
     gnorm = 0.0
     for r in range(m):
         gnorm = max(gnorm, abs(g_s[r]))
     next_polish = 10
     # Anderson acceleration (sp.anderson = memory) on the projection's input t (`anderson_update`)
     mem = sp.anderson
-    n2 = m if mem > 0 else 0
-    aa_dF, aa_dG, aa_gram = np.empty((mem, n2)), np.empty((mem, n2)), np.empty((mem, mem))
-    aa_M, aa_b = np.empty((mem, mem)), np.empty(mem)     # the least squares' workspaces
-    aa_f, aa_g, aa_fp, aa_gp, aa_out = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)
-    yk, zk = np.empty(m if mem > 0 else 0), np.empty(m if mem > 0 else 0)
     aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = 0, 0, False, False, 0.0
     aa_rejects, aa_resume = 0, 0  # after 3 rejections (modes switching) the plain iteration alone until aa_resume
     converged = False
@@ -886,8 +918,8 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     it = 0
     for it in range(1, max_iter + 1):
         if mem > 0:
-            yk[:] = y
-            zk[:] = z
+            _copy(y, yk)
+            _copy(z, zk)
         _scaled_solve(dense, geo, afac, ws, adn, sc, rhs, bw, xn)
         rp, rd, xnorm, znorm = admm_update_kernel(kind, start, size, param_s, g_s, xn, x_prev, y, z, trho, mu_prox,
                                                   alpha, ncp, rhs, s)
@@ -901,7 +933,9 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             if rv <= tol:
                 converged = True
             elif rv < best[0]:
-                best_lam[:], best_sig[:], best = yp, sigma, (rv, rc)
+                _copy(yp, best_lam)
+                _copy(sigma, best_sig)
+                best = (rv, rc)
             next_check = it + 10
         if record:
             hist[it - 1, 0], hist[it - 1, 1], hist[it - 1, 2], hist[it - 1, 3] = rp, rd, rv_it, rho
@@ -913,30 +947,34 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
             for r in range(m):
                 yp[r] = sc[r] * y[r]
             constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, yp, sw)
-            fixed_prev[:] = fixed    # the modes the operator's storage is factored for (if n_polish > 1)
+            _copy(fixed, fixed_prev)     # the modes the operator's storage is factored for (if n_polish > 1)
             rpol = polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta,
                                      big, yp, sw, fixed, fixed_prev, n_polish > 1, xw_p, sw, pw)
             if rpol[0] <= tol:
-                lam[:] = xw_p
-                sigma[:] = sw
+                _copy(xw_p, lam)
+                _copy(sw, sigma)
                 return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
                                    L, True, 0, wn, pw)
             if rpol[0] < best[0]:
-                best_lam[:], best_sig[:], best = xw_p, sw, rpol
+                _copy(xw_p, best_lam)
+                _copy(sw, best_sig)
+                best = rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
                 n_newton_tries += 1
                 if not have_diag:
-                    op_diag(dense, geo, dn, diag)
+                    op_diag(dense, geo, dn, diag, blk)
                     have_diag = True
                 nw_cols, good, rnw = newton_try(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
                                                 sp.newton_steps, tol, diag, nw_G, nw_col_of, nw_cols, sw, xw_p,
                                                 sigma, nw_steps)
                 if good and rnw[0] <= tol:
-                    lam[:] = xw_p
+                    _copy(xw_p, lam)
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,
                                        n_polish, L, False, nw_steps[0], wn, pw)
                 if good and rnw[0] < best[0]:
-                    best_lam[:], best_sig[:], best = xw_p, sigma, rnw
+                    _copy(xw_p, best_lam)
+                    _copy(sigma, best_sig)
+                    best = rnw
         if mem > 0 and it >= aa_resume:
             was_mixed = aa_last
             aa_count, aa_head, aa_prev, aa_last, aa_fn_prev = anderson_update(
@@ -946,7 +984,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                 aa_rejects += 1
                 if aa_rejects == 3:
                     aa_rejects, aa_resume = 0, it + AA_PAUSE
-        x_prev[:] = xn
+        _copy(xn, x_prev)
         # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the
         # residuals relative to their scales, ρ ← ρ √(r̂_p / r̂_d); spectral: ρ (L/m)^±factor
         new_rho = rho
@@ -972,9 +1010,10 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         rv, rc = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
                                            sigma, sw)
         if rv > 10.0 * r0[0] and best[0] < rv:      # worse than its start: the best point seen instead
-            yp[:], sigma[:] = best_lam, best_sig
+            _copy(best_lam, yp)
+            _copy(best_sig, sigma)
             rv, rc = best
-    lam[:] = yp
+    _copy(yp, lam)
     return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False,
                        nw_steps[0], wn, pw)
 

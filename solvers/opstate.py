@@ -249,8 +249,9 @@ def op_solve(dense, geo, fac, ws, dn, b, out):
 
 
 @njit(cache=True, inline="always")
-def op_diag(dense, geo, dn, out):
-    """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`)."""
+def op_diag(dense, geo, dn, out, blk):
+    """out ≈ diag(G): the explicit operator's own, the matrix-free one's estimate (`solvers.scaling`;
+    blk (n, 6, 6) workspace, n the operator's bodies)."""
     if dense:
         G = dn.G
         for r in range(out.shape[0]):
@@ -258,8 +259,7 @@ def op_diag(dense, geo, dn, out):
     else:
         jint, S, H, U, Dinv, armature, rows = geo
         la, lb, kA, kB, dof, sg, gen, crow, cbody, cf = rows
-        delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, cbody, cf,
-                                 np.empty((jint.shape[0], 6, 6)), out)
+        delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, cbody, cf, blk, out)
 
 
 @njit(cache=True, _nrt=False)
@@ -297,7 +297,7 @@ def _reorthogonalise(Q, j, w):
                 w[r] -= c * Q[i, r]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)     # it allocates (stated: `solvers.admm._admm_iterate` runs without the runtime)
 def op_max_eigenvalue(dense, geo, ws, dn, sc, iters):
     """λ_max(S G S), S = diag(sc) (sc empty: S = I), by `iters` Lanczos steps with full
     reorthogonalisation (twice) from a fixed generic start vector, 1 + ½ sin(r + 1), which has a

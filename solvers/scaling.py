@@ -18,20 +18,24 @@ dropped otherwise (self-collision, loops inside one robot): an estimate, which i
 preconditioner needs. Joint rows: (M⁻¹)_dd = [Dᵢ⁻¹ + Dᵢ⁻¹ Uᵢᵀ Ω_π(i) Uᵢ Dᵢ⁻¹]_kk exactly.
 O(n) for Ω plus O(m); every quantity is world-frame as in `models.dynamics`.
 """
-import numpy as np
 from numba import njit
 
+import models.scratch
+from models.jitcache import drop_stale_cache
 from models.layout import JI_IV, JI_NV, JI_PARENT
+from models.scratch import stack_matrix, stack_vector
+
+drop_stale_cache(__file__, [models.scratch.__file__])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def inverse_inertia_kernel(jint, S, U, Dinv, Om):
     """⁰Ωᵢ (n, 6, 6) of every link from ABA's world-frame S, U = Iᴬ S (6, nv) and D⁻¹ (n, 6, 6)
     (module docstring). Links are ordered parents first."""
     n = jint.shape[0]
-    SD = np.empty((6, 6))
-    P = np.empty((6, 6))
-    T = np.empty((6, 6))
+    SD = stack_matrix(6, 6)
+    P = stack_matrix(6, 6)
+    T = stack_matrix(6, 6)
     for i in range(n):
         par, iv, nvi = jint[i, JI_PARENT], jint[i, JI_IV], jint[i, JI_NV]
         for r in range(6):                  # S D⁻¹ (6 × nvᵢ)
@@ -80,14 +84,14 @@ def _quad(Om, b, k0, k1, k2, k3, k4, k5):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _point_trace(Om, b, x, y, z):
     """trace of the 3×3 point block of link b at world point p: Σₐ kₐᵀ Ω_b kₐ, kₐ = (eₐ, p × eₐ)."""
     return _quad(Om, b, 1.0, 0.0, 0.0, 0.0, z, -y) + _quad(Om, b, 0.0, 1.0, 0.0, -z, 0.0, x) + \
         _quad(Om, b, 0.0, 0.0, 1.0, y, -x, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, cbody, cf, Om, out):
     """out (m,) ≈ diag(G) (module docstring): contact rows get their contact's mean diagonal
     (trace/3 of its point block, frame-independent); gen are the rows that are not contact rows
@@ -104,7 +108,7 @@ def delassus_diagonal_kernel(jint, S, U, Dinv, la, lb, kA, kB, dof, gen, crow, c
                 t += _point_trace(Om, b2, x, y, z)
         r0 = crow[c]
         out[r0] = out[r0 + 1] = out[r0 + 2] = t / 3.0
-    w = np.empty(6)
+    w = stack_vector(6)
     for j in range(gen.shape[0]):
         r = gen[j]
         d = dof[r]

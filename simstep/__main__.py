@@ -137,8 +137,10 @@ def run(args):
 
 def _run(args, fn, kw, duration, ahead):
     import simstep
-    from simstep.warmup import BUILT, CompileCounter, compile_besides, wait_compile_ahead
+    from simstep.warmup import BUILT, CompileCounter, compile_besides, compile_newton_ahead, wait_compile_ahead
     t_start = time.perf_counter()    # the scene's build and the Simulator's compile most kernels
+    if ahead is not None:
+        compile_newton_ahead()       # meanwhile: the solver's Newton, which the worker then loads
     wait_compile_ahead(ahead, until=BUILT)   # the worker compiles the build's kernels, this process loads them
     try:
         world = fn(**kw)

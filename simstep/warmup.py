@@ -18,7 +18,8 @@ the rest of the step; each loads the other's kernels from the cache instead of c
 The worker steps the same scene with the detector's detection (`CollisionDetector.run_placed`)
 replaced by synthetic contacts (`synthetic_collision`), so it calls the same kernels with the
 same argument types as a real step and never compiles the narrow phase. The caller first
-waits for the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
+compiles the solver's semismooth Newton (`compile_newton_ahead`, for argument types made
+without an operator), which the worker reaches last, then waits for the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
 once instead of in both processes at the same time), then builds the scene itself, compiling
 collision, while the worker builds one synthetic contact problem and solves it
 (`_solve_first`: the ADMM and its callees, about 60 % of the compile time). The caller then
@@ -134,6 +135,8 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
     counter = CompileCounter()
     t_all = time.perf_counter()
     ahead = start_compile_ahead(*scenes[0][:3]) if scenes else None   # cold: the first scene on two cores
+    if ahead is not None:
+        compile_newton_ahead()       # while the worker builds the scene
     wait_compile_ahead(ahead, until=BUILT)
     try:
         for name, kw, dt, steps in scenes:
@@ -450,6 +453,41 @@ def compile_solver_tail(problem):
     with for_kernel_callers():
         for kernel, args in _solver_tail(problem):
             kernel.compile(tuple(typeof(a) for a in args))
+
+
+def newton_types():
+    """The argument types of `solvers.admm.newton_try` as the ADMM passes them, the same for
+    every scene (its operator's parts are named tuples of arrays of fixed kinds), from empty
+    arrays: no operator, and so no kernel, is needed to make them (`compile_newton_ahead`)."""
+    import numpy as np
+    from numba import typeof
+
+    from solvers.delassus_kernels import Explicit, Geometry, Rows, Workspace
+
+    def f(*shape):
+        return np.zeros(shape)
+
+    def i(*shape):
+        return np.zeros(shape, np.int64)
+    rows = Rows(i(0), i(0), f(0, 6), f(0, 6), i(0), f(0), i(0), i(0), i(0, 2), f(0, 12))
+    geo = Geometry(i(0, 8), f(6, 0), f(0, 6, 6), f(6, 0), f(0, 6, 6), f(0), rows)
+    ws = Workspace(f(0, 6), f(0), f(0), f(0, 6), f(0, 6), f(0, 6), f(0, 6), f(0))
+    dn = Explicit(f(0, 0), f(0, 0), f(0), f(0))
+    v, vi = f(0), i(0)
+    args = (0, geo, ws, dn, vi, vi, vi, v, v, v, True, True, v, 0, 0.0, v, f(0, 0), vi, 0, v, v, v, vi)
+    return tuple(typeof(a) for a in args)
+
+
+def compile_newton_ahead():
+    """Compile the ADMM's semismooth Newton polish (`solvers.admm.newton_try` and its callees,
+    about 6 s of a cold start's CPU) for `newton_types`, as a callee of the ADMM
+    (`models.jitcache.for_kernel_callers`). The caller of `start_compile_ahead` runs it while it
+    waits for the worker's build, so the worker, which reaches the Newton about 25 s into a cold
+    start, loads it from the cache instead of compiling it."""
+    from models.jitcache import for_kernel_callers
+    from solvers.admm import newton_try
+    with for_kernel_callers():
+        newton_try.compile(newton_types())
 
 
 def compile_besides(world, dt):

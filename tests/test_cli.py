@@ -206,6 +206,24 @@ def test_solver_tail_compiled_for_the_admms_own_argument_types():
     assert {k: index(k) for k in before} == before
 
 
+def test_newton_compiled_ahead_for_the_admms_own_argument_types():
+    """`compile_newton_ahead` (the caller's share while the worker builds the scene) compiles
+    the ADMM's semismooth Newton for exactly the argument types `_admm_iterate` passes it, made
+    without an operator (`newton_types`): once an ADMM solve has compiled or loaded it, the
+    kernel's on-disk cache index gains no entry."""
+    import scenes
+    import simstep
+    from simstep.warmup import compile_newton_ahead, newton_types, synthetic_collision
+    from solvers.admm import newton_try
+    with synthetic_collision():
+        simstep.Simulator(scenes.box_stack(n=2), dt=0.01).run(steps=2)
+    assert newton_types() in newton_try.signatures
+    before = set(newton_try._cache._cache_file._load_index())
+    assert before
+    compile_newton_ahead()
+    assert set(newton_try._cache._cache_file._load_index()) == before
+
+
 @pytest.mark.parametrize("scene", ["four_bar", "pendulum", "box_stack"])
 def test_compile_besides_on_scenes_without_geometry_or_contacts(scene):
     """The run's share of a cold start (`compile_besides`) steps any scene: one without

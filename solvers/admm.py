@@ -666,6 +666,13 @@ def _warm_next_into(state, lam, wn, work):
 
 
 @njit(cache=True, inline="always")
+def _uses_newton(sp):
+    """Whether a solve with `SolveParams` sp tries the semismooth Newton polish (`newton_polish`):
+    with polishes, on the NCP (it solves the Coulomb law, not its convex relaxation)."""
+    return sp.polish and sp.ncp and sp.newton_rows > 0
+
+
+@njit(cache=True, inline="always")
 def _start_rho(sp):
     """(ρ, δ, big) of a solve's start from its `SolveParams` sp: ρ = √(L ρ_min) cond^power
     (cond = L / ρ_min), the polish's damping δ = 0.1 μ_prox and its `big`."""
@@ -721,7 +728,7 @@ def _admm_start(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         return (True, _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0, wn,
                                   pw), tol, r0, r_warm, warm, 0, False)
     n_polish = 0
-    newton = polish and ncp and sp.newton_rows > 0     # it solves the Coulomb law, not its convex relaxation
+    newton = _uses_newton(sp)
     # the polish holds a sliding impulse fixed, so it cannot succeed when a warm start's sliding
     # contact slips (its final slip would have to point exactly against that impulse): the
     # Newton polish then goes first (G1 falling: 638 of 638 such polishes failed; a robot at
@@ -777,7 +784,7 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     if done:
         return out
     sp = prm[0]
-    newton = sp.polish and sp.ncp and sp.newton_rows > 0
+    newton = _uses_newton(sp)
     mem = sp.anderson
     fac, dn = state.fac, state.dn
     afac, adn = fac, dn          # the iterations' factorisation; with polishes, in storage of its own
@@ -822,7 +829,7 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
     wn = (kind, start, size, param, Rc, has_rc, delta, fixed, v, warm_out)     # `_warm_next_into`'s
     s, xw, sw, pw = w[1], w[3], w[5], w[6:]
     x, z = (w[3], w[4]) if warm else (w[0], w[2])
-    newton = polish and ncp and sp.newton_rows > 0
+    newton = _uses_newton(sp)
     m = g.shape[0]
     best_lam, best_sig, diag, xw_n, sc, g_sc, y, dvec, rhs, x_prev, xn, xw_p, yp, bw, yk, zk = \
         wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], wi[8], wi[9], wi[10], wi[11], wi[12], wi[13], \

@@ -33,7 +33,9 @@ import numpy as np
 from numba import njit
 
 import models.dynamics
+import models.scratch
 from models.jitcache import drop_stale_cache
+from models.scratch import stack_matrix, stack_vector
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
@@ -44,10 +46,11 @@ from .opstate import op_matvec
 
 # the Newton compiles in the operators' products (`opstate.op_matvec`, the kernels of `delassus_kernels`
 # and `models.dynamics` they call) and the cone kernels
-drop_stale_cache(__file__, [_cones.__file__, _dk.__file__, _opstate.__file__, models.dynamics.__file__])
+drop_stale_cache(__file__, [_cones.__file__, _dk.__file__, _opstate.__file__, models.dynamics.__file__,
+                            models.scratch.__file__])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def lu_factor(A, piv):
     """A = P L U in place (Gaussian elimination with partial pivoting, LAPACK's getrf layout), the
     row swaps in piv (n,); False if a pivot is zero or not finite. Blocked by panels of 4
@@ -90,7 +93,7 @@ def lu_factor(A, piv):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def lu_apply(A, piv, b):
     """b ← A⁻¹ b with the factors of `lu_factor`."""
     n = b.shape[0]
@@ -127,7 +130,7 @@ def _phi(t, eps):
     return 0.5 * (t + sq), 0.5 * (1.0 + t / sq)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ssn_block(k, mu, nr, x, eps, P, D):
     """P(x) of one block (scaled): the Alart–Curnier point, smoothed by ε (exact for ε = 0), and
     its Jacobian D = ∂P/∂x (nr × nr, only for ε > 0). Cone (t1, t2, n): p_n = φ(x_n), radius
@@ -170,11 +173,11 @@ def _ssn_block(k, mu, nr, x, eps, P, D):
             P[i], D[i, i] = x[i], 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _ssn_residual(kind, start, size, param, kappa, eps, lt, st, F):
     """F_ε (m,) = (λ̃ − P_ε(λ̃ − κ σ̃)) / κ on every block, in scaled velocities (free rows: σ̃);
     returns ‖F_ε‖₂."""
-    x, P, D = np.empty(3), np.empty(3), np.empty((3, 3))
+    x, P, D = stack_vector(3), stack_vector(3), stack_matrix(3, 3)
     acc = 0.0
     for b in range(kind.shape[0]):
         s, nr, k = start[b], size[b], kind[b]
@@ -194,7 +197,7 @@ def _ssn_residual(kind, start, size, param, kappa, eps, lt, st, F):
     return math.sqrt(acc)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)     # it allocates (stated: `_ssn_solve` runs without the runtime)
 def _ssn_fetch(dense, geo, ws, dn, Rc, has_rc, kind, start, size, inA, cols, col_of, ncols):
     """The columns of G + R_c of the working set's rows not yet in cols; ncols, or −1 if full. On a
     matrix-free operator a contact's three columns come from one call of
@@ -265,12 +268,30 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
     working set has more rows than cols holds. Columns of G + R_c come one operator product each
     (a contact's three from one pass on a matrix-free operator, `_ssn_fetch`) into cols (kept for
     the whole solve). Returns (Newton steps, success, ncols)."""
-    m, nb = g.shape[0], kind.shape[0]
+    m, nb, R = g.shape[0], kind.shape[0], cols.shape[0]
+    return _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sigma0, max_steps, tol, d,
+                      cols, col_of, ncols, lam, np.empty(11 * m + 2 * R * R + R), np.empty(2 * m + R, np.int64),
+                      np.empty(2 * nb, np.bool_))
+
+
+@njit(cache=True, _nrt=False)
+def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0, sigma0, max_steps, tol, d, cols,
+               col_of, ncols, lam, work, iwork, bwork):
+    """`ssn_kernel` on the workspaces work (11 m + 2 R² + R,), iwork (2 m + R,) int and bwork
+    (2 nb,) bool (R = cols.shape[0], which bounds the working set), without numba's runtime
+    (`models.scratch`)."""
+    m, nb, R = g.shape[0], kind.shape[0], cols.shape[0]
     for b in range(nb):
         if kind[b] == BOX:
             return 0, False, ncols
     kappa, ec = SSN_KAPPA, SSN_EPS
-    sc = np.empty(m)             # S: λ̃ = λ / S, σ̃ = S σ
+    sc, lt, st, F, F0, Pl, Ps, sig_p, lt_t, st_t, Gd = work[:m], work[m:2 * m], work[2 * m:3 * m], \
+        work[3 * m:4 * m], work[4 * m:5 * m], work[5 * m:6 * m], work[6 * m:7 * m], work[7 * m:8 * m], \
+        work[8 * m:9 * m], work[9 * m:10 * m], work[10 * m:11 * m]      # sc: S, λ̃ = λ / S, σ̃ = S σ
+    Gw_buf, Jm_buf, du_buf = work[11 * m:11 * m + R * R], work[11 * m + R * R:11 * m + 2 * R * R], \
+        work[11 * m + 2 * R * R:]
+    rows, pos, piv_buf = iwork[:m], iwork[m:2 * m], iwork[2 * m:]
+    inA, need = bwork[:nb], bwork[nb:]
     for b in range(nb):
         acc = 0.0
         for r in range(start[b], start[b] + size[b]):
@@ -279,21 +300,17 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
         v = 1.0 / math.sqrt(v) if v > 0.0 else 1.0
         for r in range(start[b], start[b] + size[b]):
             sc[r] = v
-    lt, st = np.empty(m), np.empty(m)
     for r in range(m):
         lt[r] = lam0[r] / sc[r]
         st[r] = sigma0[r] * sc[r]
-    F = np.empty(m)
-    F0 = np.empty(m)
     eps = ec * kappa * _ssn_residual(kind, start, size, param, kappa, 0.0, lt, st, F0)
-    inA = np.zeros(nb, np.bool_)
-    x, P, D = np.empty(3), np.empty(3), np.empty((3, 3))
-    Pl, Ps, sig_p = np.empty(m), np.empty(m), np.empty(m)
-    lt_t, st_t, Gd = np.empty(m), np.empty(m), np.empty(m)
-    rows, nw = np.empty(m, np.int64), -1        # the working set's rows, and those Gw holds (-1: none)
-    Gw = np.empty((0, 0))
+    for b in range(nb):
+        inA[b] = False
+        need[b] = False
+    x, P, D = stack_vector(3), stack_vector(3), stack_matrix(3, 3)
+    nw = -1                      # the rows of the working set Gw holds (-1: none)
+    Gw = Gw_buf[:0].reshape((0, 0))
     steps = 0
-    need = np.zeros(nb, np.bool_)
     best = np.inf
     while True:
         # the working set; blocks clearly separated are set to λ = 0 (after fetching their columns)
@@ -340,7 +357,7 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
                     rows[n] = r
                     n += 1
         if not (same and n == nw):      # G̃ on the working set, Gw[a, j] = G̃[rows_a, rows_j] (n, n)
-            Gw = np.empty((n, n))
+            Gw = Gw_buf[:n * n].reshape((n, n))
             for j in range(n):
                 rj = rows[j]
                 c = cols[col_of[rj]]
@@ -357,7 +374,8 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
                 _ssn_block(k, param[b], w, x, 0.0, P, D)
                 for i in range(w):
                     Pl[s + i0 + i] = P[i] * sc[s + i0 + i]
-        Ps[:] = Pl
+        for r in range(m):
+            Ps[r] = Pl[r]
         project_kernel(kind, start, size, param, Ps, Pl)
         okP = True
         for r in range(m):
@@ -380,7 +398,8 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             rv, _ = velocity_residual_kernel(kind, start, size, param, Pl, Ps)
             if rv < best:
                 best = rv
-                lam[:] = Pl
+                for r in range(m):
+                    lam[r] = Pl[r]
             if rv <= tol:
                 return steps, True, ncols
         if steps >= max_steps:
@@ -388,9 +407,13 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
         steps += 1
         # F_ε and its Jacobian on the working set: J = A + B G̃ per block (A = ∂F/∂λ̃, B = ∂F/∂σ̃)
         fn = _ssn_residual(kind, start, size, param, kappa, eps, lt, st, F)
-        Jm = np.zeros((n, n))
-        du = np.empty(n)
-        pos = np.full(m, -1, np.int64)
+        Jm = Jm_buf[:n * n].reshape((n, n))
+        for a in range(n):
+            for j in range(n):
+                Jm[a, j] = 0.0
+        du = du_buf[:n]
+        for r in range(m):
+            pos[r] = -1
         for j in range(n):
             pos[rows[j]] = j
         gmax = 0.0
@@ -421,7 +444,7 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
         for j in range(n):
             Jm[j, j] += nu
             du[j] = -F[rows[j]]
-        piv = np.empty(n, np.int64)
+        piv = piv_buf[:n]
         if not lu_factor(Jm, piv):
             break
         lu_apply(Jm, piv, du)
@@ -438,7 +461,8 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             Gd[i] *= sc[i]
         a = 1.0
         while True:               # backtracking on ‖F_ε‖₂
-            lt_t[:] = lt
+            for r in range(m):
+                lt_t[r] = lt[r]
             for j in range(n):
                 lt_t[rows[j]] += a * du[j]
             for i in range(m):
@@ -447,7 +471,8 @@ def ssn_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             if f2 <= (1.0 - 1e-4 * a) * fn or a < 1e-4:
                 break
             a *= 0.5
-        lt[:] = lt_t
-        st[:] = st_t
+        for r in range(m):
+            lt[r] = lt_t[r]
+            st[r] = st_t[r]
         eps = min(eps, ec * kappa * _ssn_residual(kind, start, size, param, kappa, 0.0, lt, st, F0))
     return steps, best <= tol, ncols

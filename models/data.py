@@ -21,7 +21,8 @@ from .kinematics import kinematics_kernel, velocity_kernel
 from .layout import JI_PARENT
 
 # the kernels below compile in kernels of these modules
-drop_stale_cache(__file__, [dynamics.__file__, kinematics.__file__, spatial.__file__, joints.__file__, scratch.__file__])
+drop_stale_cache(__file__, [dynamics.__file__, kinematics.__file__, spatial.__file__, joints.__file__,
+                            scratch.__file__])
 
 _FIELDS = ("oR", "op", "S", "H", "IA", "U", "Dinv", "vel", "acc", "pA", "leaf")
 

@@ -139,11 +139,13 @@ def spd_inverse(D, n, out):
         li = 1.0 / np.sqrt(D[0, 0])
         out[0, 0] = li * li
         return True
-    L = _zeros(stack_matrix(6, 6))
+    L = stack_matrix(6, 6)
+    L[:, :] = 0.0
     if not cholesky_into(D, n, L):
         return False
     # inverse of L (lower triangular), then out = L⁻ᵀ L⁻¹
-    Li = _zeros(stack_matrix(6, 6))
+    Li = stack_matrix(6, 6)
+    Li[:, :] = 0.0
     for j in range(n):
         Li[j, j] = 1.0 / L[j, j]
         for i in range(j + 1, n):
@@ -252,23 +254,6 @@ def crba_diagonal_kernel(jint, jfloat, armature, q, d):
             _composite_force(Hc, S, i, k, F)
             d[k] = _dot_col(S, k, F) + armature[k]
         _add_to_parent(Hc, i, par)
-
-
-@njit(cache=True, inline="always")
-def _zeros(A):
-    """A (r, c) set to zero and returned (a `models.scratch` matrix as np.zeros gives it)."""
-    for r in range(A.shape[0]):
-        for c in range(A.shape[1]):
-            A[r, c] = 0.0
-    return A
-
-
-@njit(cache=True, inline="always")
-def _zero_vector(x):
-    """x set to zero and returned."""
-    for r in range(x.shape[0]):
-        x[r] = 0.0
-    return x
 
 
 @njit(cache=True, inline="always")
@@ -460,7 +445,9 @@ def minv_kernel(jint, S, U, Dinv, tau, fext, qdd, acc, pA):
     for i in range(jint.shape[0]):
         for r in range(6):
             pA[i, r] = fext[i, r]
-    dinv_sweeps(jint, S, Dinv, U, Dinv, tau, pA, acc, _zero_vector(stack_vector(6)), qdd, acc)
+    a0 = stack_vector(6)
+    a0[:] = 0.0
+    dinv_sweeps(jint, S, Dinv, U, Dinv, tau, pA, acc, a0, qdd, acc)
 
 
 @njit(cache=True, _nrt=False)
@@ -503,7 +490,8 @@ def aba_bias_kernel(jint, gravity, S, H, IA, U, Dinv, v, tau, fext, qdd, vel, c,
     for i in range(n):
         for r in range(6):
             pA[i, r] = -pA[i, r]      # the link forces −pᴬ of `dinv_bias_sweeps` (exact)
-    a0 = _zero_vector(stack_vector(6))
+    a0 = stack_vector(6)
+    a0[:] = 0.0
     for r in range(3):
         a0[r] = -gravity[r]
     dinv_bias_sweeps(jint, S, IA, U, Dinv, tau, pA, c, a0, qdd, c)

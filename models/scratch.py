@@ -11,10 +11,14 @@ A stack array has no owner (its meminfo is NULL, which numba's counting function
 lives in the frame of the compiled function that created it, inlined callers included: it must
 not be returned or stored in an array or structure that outlives that call. Its entries are
 uninitialised. Sizes are compile-time integer constants.
+
+Such a kernel may fill an array with a scalar (``x[:] = 0.0``), but not assign one array to
+another by a slice (``a[:] = b`` may copy b through a temporary, which the runtime allocates):
+`copy_into` copies by a loop.
 """
 from __future__ import annotations
 
-from numba import types
+from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
@@ -70,3 +74,10 @@ def stack_matrix(typingctx, rows, cols):
     def codegen(context, builder, signature, args):
         return _stack_array(context, builder, shape)
     return types.Array(types.float64, 2, "C")(rows, cols), codegen
+
+
+@njit(cache=True, inline="always")
+def copy_into(src, dst):
+    """dst[:] = src (1-D, the same length) by a loop, in kernels without numba's runtime."""
+    for r in range(src.shape[0]):
+        dst[r] = src[r]

@@ -20,8 +20,7 @@ from ._checks import check_bool
 def pd_torque_kernel(kp, kd, q_target, v_target, limit, iq, iv, q, v, tau):
     """τ[ivⱼ] = clip(Kpⱼ (q*ⱼ − q[iqⱼ]) + Kdⱼ (v*ⱼ − v[ivⱼ]), ±limitⱼ) for the PD joints j, 0 on
     the other dofs; tau (nv,) written in place (N·m or N); np.clip's result, NaN included."""
-    for i in range(tau.shape[0]):
-        tau[i] = 0.0
+    tau[:] = 0.0
     for j in range(iq.shape[0]):
         u = kp[j] * (q_target[j] - q[iq[j]]) + kd[j] * (v_target[j] - v[iv[j]])
         if u > limit[j]:

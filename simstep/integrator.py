@@ -35,9 +35,10 @@ from models.dynamics import aba_bias_kernel
 from models.jitcache import drop_stale_cache
 from models.joints import FREE, SPHERICAL, joint_integrate
 from models.layout import JI_IQ, JI_IV, JI_NQ, JI_TYPE
+from models.scratch import copy_into
 
 drop_stale_cache(__file__, [models.joints.__file__, models.spatial.__file__, models.dynamics.__file__,
-                            models.kinematics.__file__, models.data.__file__])
+                            models.kinematics.__file__, models.data.__file__, models.scratch.__file__])
 
 
 @njit(cache=True, inline="always")
@@ -271,8 +272,7 @@ def advance_kernel(jint, q, v, h, q_out, v_out):
     other joints by their exponential map (`joints.joint_integrate`); v_out = v with a free
     joint's linear part re-expressed in the new body axes, exp(−h ω) v_lin (same world vector).
     Returns whether every entry of q_out and v_out is finite."""
-    for i in range(v.shape[0]):      # (a loop: a slice assignment may copy, which needs numba's runtime)
-        v_out[i] = v[i]
+    copy_into(v, v_out)
     for i in range(jint.shape[0]):
         jt, iq, iv, nqi = jint[i, JI_TYPE], jint[i, JI_IQ], jint[i, JI_IV], jint[i, JI_NQ]
         if nqi > 0:

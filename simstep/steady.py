@@ -44,10 +44,12 @@ from numba.core import types
 from numba.experimental import structref
 
 import models.data
+import models.scratch
 import solvers.admm
 import solvers.constraints
 from collision.detector import Contacts
 from models.jitcache import drop_stale_cache, entry_point, kernel_variant
+from models.scratch import copy_into
 from solvers.admm import admm_kernel
 from solvers.constraints import contact_points_kernel
 
@@ -59,7 +61,8 @@ from .results import max_penetration
 
 # the kernel compiles in the stages' kernels (their own modules guard their callees)
 drop_stale_cache(__file__, [control.__file__, integrator.__file__, problem.__file__, results.__file__,
-                            solvers.admm.__file__, solvers.constraints.__file__, models.data.__file__])
+                            solvers.admm.__file__, solvers.constraints.__file__, models.data.__file__,
+                            models.scratch.__file__])
 
 OK, TAIL_CHANGED, STAGED, PAIRS_CHANGED = 0, 1, 2, 3      # `steady_step_kernel`'s status
 _NOT_STEADY = (None, None)      # `SteadyStep.step`: nothing done
@@ -319,17 +322,14 @@ def steady_step_kernel(cst, d, d_next, state, q, v, tau, pd, gains, target, fext
         if cst.active[i] != tail_active[i]:
             return _staged(TAIL_CHANGED)
     contact_points_kernel(position, frame, cb_f)
-    for r in range(m):
-        x0[r] = 0.0
-    for i in range(k):
-        e_k[i] = 0.0
+    x0[:] = 0.0
+    e_k[:] = 0.0
     hit = step_vectors_kernel(state, vf, distance, cst.slop, g, e_k, cst.h, cst.erp, cst.vmax, cst.threshold,
                               cst.gap[:n], 3 * k + cst.extra_rows, warm_keys, warm_pos, warm_frame, warm_lam, keys,
                               position, frame, cst.gate, g, x0)
     if carry:
         ntail = m - 3 * k
-        for r in range(ntail):
-            x0[3 * k + r] = warm_lam[warm_lam.shape[0] - ntail + r]
+        copy_into(warm_lam[warm_lam.shape[0] - ntail:], x0[3 * k:])
         hit = True
     # 5: the solve, with M⁻¹ Jᵀ λ and the next warm start
     # (without a warm start, the staged path has no incoming velocity J v: λ is the next warm start)

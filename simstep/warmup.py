@@ -19,7 +19,8 @@ The worker steps the same scene with the detector's detection (`CollisionDetecto
 replaced by synthetic contacts (`synthetic_collision`), so it calls the same kernels with the
 same argument types as a real step and never compiles the narrow phase. The caller first
 compiles the solver's semismooth Newton (`compile_newton_ahead`, for argument types made
-without an operator), which the worker reaches last, then waits for the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
+without an operator), which the worker reaches last, then waits for the worker's build
+(`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
 once instead of in both processes at the same time), then builds the scene itself, compiling
 collision, while the worker builds one synthetic contact problem and solves it
 (`_solve_first`: the ADMM and its callees, about 60 % of the compile time). The caller then

@@ -78,8 +78,10 @@ from numba import njit
 import models.dynamics
 import models.joints
 import models.kinematics
+import models.scratch
 import models.spatial
 from models.jitcache import drop_stale_cache
+from models.scratch import copy_into
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
@@ -96,7 +98,7 @@ from .newton_polish import ssn_kernel
 # admm_kernel compiles in the operator and cone kernels
 drop_stale_cache(__file__, [_dk.__file__, _lk.__file__, _opstate.__file__, _cones.__file__, _scaling.__file__,
                             _newton_polish.__file__, models.dynamics.__file__, models.kinematics.__file__,
-                            models.spatial.__file__, models.joints.__file__])
+                            models.spatial.__file__, models.joints.__file__, models.scratch.__file__])
 
 
 @dataclass
@@ -706,10 +708,9 @@ def _admm_start(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
     wn = (kind, start, size, param, Rc, has_rc, delta, fixed, v, warm_out)     # `_warm_next_into`'s
     m = g.shape[0]
     x, s, z, xw, zw, sw, pw = w[0], w[1], w[2], w[3], w[4], w[5], w[6:]
-    for r in range(m):
-        x[r] = 0.0
-        s[r] = 0.0
-        z[r] = g[r]              # σ'(0) = g + s(g): the cold start's velocities
+    x[:] = 0.0
+    s[:] = 0.0
+    copy_into(g, z)              # σ'(0) = g + s(g): the cold start's velocities
     if ncp:
         desaxce_kernel(kind, start, param, z, s)
         for r in range(m):
@@ -722,9 +723,8 @@ def _admm_start(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
         if rw[0] < r0[0]:
             x, z, warm, r0 = xw, zw, True, rw
     if r0[0] <= tol:             # the start already satisfies the contact law: no factorisation
-        for r in range(m):
-            lam[r] = x[r]
-            sigma[r] = z[r]
+        copy_into(x, lam)
+        copy_into(z, sigma)
         return (True, _kernel_out(state, lam, dv, 0, True, 0.0, 0.0, r0[0], r0[1], rho, 0, warm, 0, 0.0, False, 0, wn,
                                   pw), tol, r0, r_warm, warm, 0, False)
     n_polish = 0
@@ -800,13 +800,6 @@ def admm_kernel(state, kind, start, size, param, g, Rc, has_rc, x0, use_x0, prm,
                          r0, r_warm, warm, n_polish, slipping)
 
 
-@njit(cache=True, inline="always")
-def _copy(src, dst):
-    """dst[:] = src by a loop (a slice assignment may copy, which needs numba's runtime)."""
-    for r in range(src.shape[0]):
-        dst[r] = src[r]
-
-
 @njit(cache=True, _nrt=False)
 def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, lam, sigma, fixed, hist, dv, v,
                   warm_out, w, wi, iw, aa_dF, aa_dG, aa_gram, aa_M, aa_b, nw_G, param_c, blk, afac, adn, tol, r0,
@@ -836,18 +829,17 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
         wi[14], wi[15]
     aa_f, aa_g, aa_fp, aa_gp, aa_out = wi[16], wi[17], wi[18], wi[19], wi[20]
     fixed_prev, nw_col_of, nw_steps = iw[0], iw[1], iw[2, :1]
-    _copy(x, best_lam)           # safeguard: the best point seen so far
-    _copy(z, best_sig)
+    copy_into(x, best_lam)           # safeguard: the best point seen so far
+    copy_into(z, best_sig)
     best = r0
     if r_warm[0] < best[0]:
-        _copy(lam, best_lam)
-        _copy(sigma, best_sig)
+        copy_into(lam, best_lam)
+        copy_into(sigma, best_sig)
         best = r_warm
     # the semismooth Newton polish (`newton_polish`): its columns of G kept for the whole solve
     n_newton_tries, nw_cols = 0, 0
     nw_steps[0] = 0
-    for r in range(m):
-        nw_col_of[r] = -1
+    nw_col_of[:] = -1
     have_diag = False            # ≈ diag G (`op_diag`), once per solve: Newton and scaling
     # Newton from the warm start's modes, unless the warm start or its polish came within
     # newton_warm tol of the law (modes right: a few iterations finish it for less than
@@ -863,12 +855,12 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
                                         sp.newton_steps, tol, diag, nw_G, nw_col_of, nw_cols, sw, xw_n, sigma,
                                         nw_steps)
         if good and rnw[0] <= tol:
-            _copy(xw_n, lam)
+            copy_into(xw_n, lam)
             return _kernel_out(state, lam, dv, 1, True, 0.0, 0.0, rnw[0], rnw[1], rho, 0, warm, n_polish, 0.0,
                                False, nw_steps[0], wn, pw)
         if good and rnw[0] < best[0]:
-            _copy(xw_n, best_lam)
-            _copy(sigma, best_sig)
+            copy_into(xw_n, best_lam)
+            copy_into(sigma, best_sig)
             best = rnw
     # the scaled problem: sc, g̃ = S g, box bounds / S, ρ from λ_max(G̃)
     for r in range(m):
@@ -883,7 +875,7 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
         for r in range(m):
             g_sc[r] = g[r] * sc[r]
         g_s = g_sc
-        _copy(param, param_c)
+        copy_into(param, param_c)
         param_s = param_c
         for b in range(kind.shape[0]):
             if kind[b] == BOX:      # |λ̃| ≤ f / s
@@ -904,11 +896,11 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
             break
         sc_max = max(sc_max, sc[r])
     tol_s = tol * sc_max         # r_d is a scaled velocity: the physical test is triggered generously
-    _copy(x, y)
+    copy_into(x, y)
     trho = tau * rho
     op_refactor(dense, geo, afac, adn, Rc, has_rc, mu_prox + trho, sc, scaled, dvec)
     next_rhs_kernel(kind, start, param_s, g_s, x, y, z, trho, mu_prox, ncp, rhs, s)   # step 1 for the first iteration
-    _copy(x, x_prev)             # (yp: λ = S y, physical)
+    copy_into(x, x_prev)             # (yp: λ = S y, physical)
     gnorm = 0.0
     for r in range(m):
         gnorm = max(gnorm, abs(g_s[r]))
@@ -925,8 +917,8 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
     it = 0
     for it in range(1, max_iter + 1):
         if mem > 0:
-            _copy(y, yk)
-            _copy(z, zk)
+            copy_into(y, yk)
+            copy_into(z, zk)
         _scaled_solve(dense, geo, afac, ws, adn, sc, rhs, bw, xn)
         rp, rd, xnorm, znorm = admm_update_kernel(kind, start, size, param_s, g_s, xn, x_prev, y, z, trho, mu_prox,
                                                   alpha, ncp, rhs, s)
@@ -940,8 +932,8 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
             if rv <= tol:
                 converged = True
             elif rv < best[0]:
-                _copy(yp, best_lam)
-                _copy(sigma, best_sig)
+                copy_into(yp, best_lam)
+                copy_into(sigma, best_sig)
                 best = (rv, rc)
             next_check = it + 10
         if record:
@@ -954,17 +946,17 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
             for r in range(m):
                 yp[r] = sc[r] * y[r]
             constraint_velocities_kernel(dense, geo, ws, dn, g, Rc, has_rc, yp, sw)
-            _copy(fixed, fixed_prev)     # the modes the operator's storage is factored for (if n_polish > 1)
+            copy_into(fixed, fixed_prev)     # the modes the operator's storage is factored for (if n_polish > 1)
             rpol = polish_modes_into(dense, geo, fac, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, delta,
                                      big, yp, sw, fixed, fixed_prev, n_polish > 1, xw_p, sw, pw)
             if rpol[0] <= tol:
-                _copy(xw_p, lam)
-                _copy(sw, sigma)
+                copy_into(xw_p, lam)
+                copy_into(sw, sigma)
                 return _kernel_out(state, lam, dv, it, True, rp, rd, rpol[0], rpol[1], rho, n_updates, warm, n_polish,
                                    L, True, 0, wn, pw)
             if rpol[0] < best[0]:
-                _copy(xw_p, best_lam)
-                _copy(sw, best_sig)
+                copy_into(xw_p, best_lam)
+                copy_into(sw, best_sig)
                 best = rpol
             if n_newton_tries < 4 and newton:          # the modes with sliding, by Newton
                 n_newton_tries += 1
@@ -975,12 +967,12 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
                                                 sp.newton_steps, tol, diag, nw_G, nw_col_of, nw_cols, sw, xw_p,
                                                 sigma, nw_steps)
                 if good and rnw[0] <= tol:
-                    _copy(xw_p, lam)
+                    copy_into(xw_p, lam)
                     return _kernel_out(state, lam, dv, it, True, rp, rd, rnw[0], rnw[1], rho, n_updates, warm,
                                        n_polish, L, False, nw_steps[0], wn, pw)
                 if good and rnw[0] < best[0]:
-                    _copy(xw_p, best_lam)
-                    _copy(sigma, best_sig)
+                    copy_into(xw_p, best_lam)
+                    copy_into(sigma, best_sig)
                     best = rnw
         if mem > 0 and it >= aa_resume:
             was_mixed = aa_last
@@ -991,7 +983,7 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
                 aa_rejects += 1
                 if aa_rejects == 3:
                     aa_rejects, aa_resume = 0, it + AA_PAUSE
-        _copy(xn, x_prev)
+        copy_into(xn, x_prev)
         # ρ update when the residuals are unbalanced. osqp (Stellato et al. 2020, Sec. 5.2): the
         # residuals relative to their scales, ρ ← ρ √(r̂_p / r̂_d); spectral: ρ (L/m)^±factor
         new_rho = rho
@@ -1017,10 +1009,10 @@ def _admm_iterate(state, kind, start, size, param, g, Rc, has_rc, use_x0, prm, l
         rv, rc = contact_velocities_kernel(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, ncp, yp,
                                            sigma, sw)
         if rv > 10.0 * r0[0] and best[0] < rv:      # worse than its start: the best point seen instead
-            _copy(best_lam, yp)
-            _copy(best_sig, sigma)
+            copy_into(best_lam, yp)
+            copy_into(best_sig, sigma)
             rv, rc = best
-    _copy(yp, lam)
+    copy_into(yp, lam)
     return _kernel_out(state, lam, dv, it, converged, rp, rd, rv, rc, rho, n_updates, warm, n_polish, L, False,
                        nw_steps[0], wn, pw)
 

@@ -35,7 +35,7 @@ from numba import njit
 import models.dynamics
 import models.scratch
 from models.jitcache import drop_stale_cache
-from models.scratch import stack_matrix, stack_vector
+from models.scratch import copy_into, stack_matrix, stack_vector
 
 from . import cones as _cones
 from . import delassus_kernels as _dk
@@ -304,9 +304,8 @@ def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
         lt[r] = lam0[r] / sc[r]
         st[r] = sigma0[r] * sc[r]
     eps = ec * kappa * _ssn_residual(kind, start, size, param, kappa, 0.0, lt, st, F0)
-    for b in range(nb):
-        inA[b] = False
-        need[b] = False
+    inA[:] = False
+    need[:] = False
     x, P, D = stack_vector(3), stack_vector(3), stack_matrix(3, 3)
     nw = -1                      # the rows of the working set Gw holds (-1: none)
     Gw = Gw_buf[:0].reshape((0, 0))
@@ -374,8 +373,7 @@ def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
                 _ssn_block(k, param[b], w, x, 0.0, P, D)
                 for i in range(w):
                     Pl[s + i0 + i] = P[i] * sc[s + i0 + i]
-        for r in range(m):
-            Ps[r] = Pl[r]
+        copy_into(Pl, Ps)
         project_kernel(kind, start, size, param, Ps, Pl)
         okP = True
         for r in range(m):
@@ -398,8 +396,7 @@ def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             rv, _ = velocity_residual_kernel(kind, start, size, param, Pl, Ps)
             if rv < best:
                 best = rv
-                for r in range(m):
-                    lam[r] = Pl[r]
+                copy_into(Pl, lam)
             if rv <= tol:
                 return steps, True, ncols
         if steps >= max_steps:
@@ -408,12 +405,9 @@ def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
         # F_ε and its Jacobian on the working set: J = A + B G̃ per block (A = ∂F/∂λ̃, B = ∂F/∂σ̃)
         fn = _ssn_residual(kind, start, size, param, kappa, eps, lt, st, F)
         Jm = Jm_buf[:n * n].reshape((n, n))
-        for a in range(n):
-            for j in range(n):
-                Jm[a, j] = 0.0
+        Jm[:, :] = 0.0
         du = du_buf[:n]
-        for r in range(m):
-            pos[r] = -1
+        pos[:] = -1
         for j in range(n):
             pos[rows[j]] = j
         gmax = 0.0
@@ -461,8 +455,7 @@ def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             Gd[i] *= sc[i]
         a = 1.0
         while True:               # backtracking on ‖F_ε‖₂
-            for r in range(m):
-                lt_t[r] = lt[r]
+            copy_into(lt, lt_t)
             for j in range(n):
                 lt_t[rows[j]] += a * du[j]
             for i in range(m):
@@ -471,8 +464,7 @@ def _ssn_solve(dense, geo, ws, dn, kind, start, size, param, g, Rc, has_rc, lam0
             if f2 <= (1.0 - 1e-4 * a) * fn or a < 1e-4:
                 break
             a *= 0.5
-        for r in range(m):
-            lt[r] = lt_t[r]
-            st[r] = st_t[r]
+        copy_into(lt_t, lt)
+        copy_into(st_t, st)
         eps = min(eps, ec * kappa * _ssn_residual(kind, start, size, param, kappa, 0.0, lt, st, F0))
     return steps, best <= tol, ncols

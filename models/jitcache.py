@@ -4,14 +4,16 @@ Numba keys a function's cache on its own source file only, but a kernel that cal
 other modules compiles them in. `drop_stale_cache(__file__, deps)` at the top of such a module
 removes its cache files when any dependency's (mtime, size) changed since the last import.
 On import, `compile_without_literals`, `compile_without_cfunc_wrappers`,
-`link_large_kernels_by_reference` and `compile_callees_without_python_wrappers` set how numba
-compiles the kernels of this project's packages (one specialisation per plain signature; no
-C-callable wrapper; a large callee's code called, not copied into each caller; a Python wrapper
-only for kernels Python calls), `structref_fields_without_runtime` lets kernels compiled without
+`divisions_without_zero_checks`, `link_large_kernels_by_reference` and
+`compile_callees_without_python_wrappers` set how numba compiles the kernels of this project's
+packages (one specialisation per plain signature; no C-callable wrapper; NumPy's error model; a
+large callee's code called, not copied into each caller; a Python wrapper only for kernels
+Python calls), `structref_fields_without_runtime` lets kernels compiled without
 numba's runtime read structref fields, `shape_errors_unformatted` how numba compiles a slice
 assignment's shape check in this process (a constant message), and
-`messages_without_terminal_setup`, `flags_compared_by_what_is_set` and
-`inline_fresh_callees_without_copies` cut three of numba's own overheads (the same code).
+`messages_without_terminal_setup`, `flags_compared_by_what_is_set`,
+`inline_fresh_callees_without_copies`, `llvm_calls_without_lock_events` and
+`compile_on_one_stack_chunk` cut five of numba's own overheads (the same code).
 """
 from __future__ import annotations
 
@@ -129,20 +131,44 @@ def compile_without_cfunc_wrappers():
     argument and is optimised and emitted as machine code with its kernel, for every callee
     compiled alone too: without it (numba's ``no_cfunc_wrapper`` compile flag) the cold compile
     takes about a tenth less CPU. The kernels' code is otherwise the same."""
+    _flags_of_own_kernels("_no_cfunc", no_cfunc_wrapper=True)
+
+
+def _flags_of_own_kernels(mark, **values):
+    """Set numba's compile flags `values` for this project's kernels (`_own`), once (`mark`
+    names the patch on numba's `_FunctionCompiler._customize_flags`)."""
     from numba.core import dispatcher
     cls = dispatcher._FunctionCompiler
-    if getattr(cls._customize_flags, "_no_cfunc", False):
-        return
+    f = cls._customize_flags
+    while f is not None:                        # (other patches may wrap this one)
+        if getattr(f, mark, False):
+            return
+        f = getattr(f, "__wrapped__", None)
     original = cls._customize_flags
 
     def _customize_flags(self, flags):
         flags = original(self, flags)
         if _own(self.py_func):
-            flags.no_cfunc_wrapper = True
+            for k, v in values.items():
+                setattr(flags, k, v)
         return flags
 
-    _customize_flags._no_cfunc = True
+    setattr(_customize_flags, mark, True)
+    _customize_flags.__wrapped__ = original
     cls._customize_flags = _customize_flags
+
+
+def divisions_without_zero_checks():
+    """Compile this project's kernels with NumPy's error model (numba's ``error_model="numpy"``).
+
+    Under numba's default (Python's) model every division (``/``, ``//``, ``%``, ``**`` of a
+    zero) tests its divisor and raises ZeroDivisionError, a branch and an exception's code per
+    division site that numba lowers and LLVM optimises with the kernel: about 6% of the CPU of a
+    cold start of the demo. Under NumPy's, a float division by zero gives inf or NaN (an integer
+    one 0), as NumPy's arrays do. Every other result is the same, bit for bit. A step whose
+    result is not finite raises `simstep.SimulationError`, as it did when the ZeroDivisionError
+    was its cause."""
+    _flags_of_own_kernels("_numpy_errors", error_model="numpy")
 
 
 def shape_errors_unformatted():
@@ -196,6 +222,7 @@ def structref_fields_without_runtime():
 
 compile_without_literals()
 compile_without_cfunc_wrappers()
+divisions_without_zero_checks()
 structref_fields_without_runtime()
 
 
@@ -261,6 +288,104 @@ def flags_compared_by_what_is_set():
     __eq__._by_set = True
     cls.__eq__, cls.__hash__ = __eq__, __hash__
 
+
+_FRAME_SLOTS = 70_000      # `_on_one_stack_chunk`'s frame: 560 kB, so CPython gives it a 1 MiB chunk
+
+
+def _on_one_stack_chunk(f, *args):
+    """f(*args) in a frame that CPython (3.11 on) places in a data stack chunk of 1 MiB of its
+    own (`compile_on_one_stack_chunk`), the frames of the calls under it in the rest of it."""
+    return f(*args)
+
+
+_on_one_stack_chunk.__code__ = _on_one_stack_chunk.__code__.replace(co_stacksize=_FRAME_SLOTS)
+_OUTER = None               # thread-local: whether a compile of this thread runs on that chunk
+
+
+def compile_on_one_stack_chunk():
+    """Run each outermost compile (`Dispatcher.compile`: numba's compile or cache load of a
+    kernel, with the kernels it compiles while typing it) on one chunk of CPython's frame stack.
+
+    Since 3.11 CPython keeps the frames of Python calls on a stack of 16 kB chunks, allocates a
+    chunk with mmap when a call does not fit in the current one and unmaps it when that call
+    returns. numba's compiler recurses deep and its call depth goes up and down across chunk
+    boundaries all the time: a cold start of the demo made 720 000 mmap/munmap pairs and 870 000
+    page faults, 5.5 of its 72 s of CPU in the kernel. A frame larger than half a MiB (here one
+    with a declared stack of `_FRAME_SLOTS` slots) gets a chunk of a MiB whose second half holds
+    the compile's frames, so they no longer cross a boundary (0.7 s of system CPU). The same code
+    is compiled; on other versions of Python the frame is merely larger."""
+    global _OUTER
+    import threading
+
+    from numba.core import dispatcher
+    if _OUTER is not None:
+        return
+    _OUTER = threading.local()
+    D = dispatcher.Dispatcher
+    compile_ = D.compile
+
+    @functools.wraps(compile_)
+    def compile(self, sig):
+        if getattr(_OUTER, "on", False):
+            return compile_(self, sig)
+        _OUTER.on = True
+        try:
+            return _on_one_stack_chunk(compile_, self, sig)
+        finally:
+            _OUTER.on = False
+
+    D.compile = compile
+
+
+
+def llvm_calls_without_lock_events():
+    """Call into LLVM without numba's lock events.
+
+    llvmlite holds a lock around each of its calls into LLVM (hundreds of thousands in a cold
+    start), and numba registers callbacks on that lock that broadcast a ``numba:llvm_lock``
+    event at each acquire and release to a timer of every compile in progress (one per nested
+    compile), only to record in each compile result's metadata (``timers``, which nothing here
+    reads) how long it held the lock: 2% of the CPU of a cold start of the demo (py-spy). The
+    callbacks are unregistered; that metadata then records 0 s."""
+    from llvmlite.binding import ffi
+    lock = getattr(ffi.lib, "_lock", None)
+    if lock is None or not _numba_checked():
+        return                   # (numba's internals relied on here are checked on that version)
+    for acquire, release in list(getattr(lock, "_cblist", ())):
+        if getattr(acquire, "__qualname__", "").startswith("_initialize_llvm_lock_event."):
+            lock.unregister(acquire, release)
+
+
+def abi_sizes_remembered():
+    """Remember the ABI size of each LLVM type numba asks for.
+
+    numba asks for the size of a value's LLVM type at every stack slot it makes and every
+    variable it stores while lowering, and llvmlite answers each question by printing a module
+    that declares a global of that type and having LLVM parse it: 1.7% of the CPU of a cold
+    start of the demo (py-spy). The size depends only on the type and the data layout, so it is
+    kept per (data layout, type) here; types that name a struct (whose body a module defines)
+    are asked each time, as before."""
+    from numba.core import base
+    cls = base.BaseContext
+    if getattr(cls.get_abi_sizeof, "_remembered", False) or not _numba_checked():
+        return                   # (numba's internals relied on here are checked on that version)
+    ask, layouts = cls.get_abi_sizeof, {}     # id(target data) -> (it, {type's text: size})
+
+    def get_abi_sizeof(self, ty):
+        text = str(ty)
+        if "%" in text:          # an identified struct, or a type made of one
+            return ask(self, ty)
+        td = self.target_data
+        held = layouts.get(id(td))
+        if held is None or held[0] is not td:
+            held = layouts[id(td)] = (td, {})
+        size = held[1].get(text)
+        if size is None:
+            size = held[1][text] = ask(self, ty)
+        return size
+
+    get_abi_sizeof._remembered = True
+    cls.get_abi_sizeof = get_abi_sizeof
 
 class _HandedOver:
     """A fresh block's ``__deepcopy__`` for the two copies numba's `InlineWorker.inline_ir` makes
@@ -725,3 +850,6 @@ shape_errors_unformatted()
 messages_without_terminal_setup()
 flags_compared_by_what_is_set()
 inline_fresh_callees_without_copies()
+llvm_calls_without_lock_events()
+abi_sizes_remembered()
+compile_on_one_stack_chunk()

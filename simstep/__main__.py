@@ -137,12 +137,15 @@ def run(args):
 
 def _run(args, fn, kw, duration, ahead):
     import simstep
-    from simstep.warmup import BUILT, CompileCounter, compile_besides, compile_newton_ahead, wait_compile_ahead
+    from simstep.warmup import (BUILT, CompileCounter, compile_integration_ahead, compile_newton_ahead,
+                                wait_compile_ahead)
     t_start = time.perf_counter()    # the scene's build and the Simulator's compile most kernels
     if ahead is not None:
         compile_newton_ahead()       # meanwhile: the solver's Newton, which the worker then loads
     wait_compile_ahead(ahead, until=BUILT)   # the worker compiles the build's kernels, this process loads them
     try:
+        if ahead is not None:        # the dynamics and integration here, the solver there
+            compile_integration_ahead(fn, kw, args.dt)
         world = fn(**kw)
     except (TypeError, ValueError) as e:
         raise UsageError(f"scene '{args.scene}': {e}") from None
@@ -150,8 +153,6 @@ def _run(args, fn, kw, duration, ahead):
     duration = args.duration if args.duration is not None else duration
     steps = max(1, int(round(duration / dt)))
     sim = simstep.Simulator(world, dt=dt)    # compiles the collision kernels on a cold cache
-    if ahead is not None:                    # ... while the worker compiles the solver; then the
-        compile_besides(world, dt)           # step's other kernels here, the solver's there
     wait_compile_ahead(ahead)
     viewer = None
     if args.view:

@@ -13,24 +13,24 @@ cache is not a compilation).
 
 `start_compile_ahead(scene, kwargs, dt)` splits a cold first start over two cores: numba
 compiles in one thread per process, and its on-disk cache is shared, so a worker process
-compiles the contact solver while the calling process compiles collision detection and then
-the rest of the step; each loads the other's kernels from the cache instead of compiling them.
-The worker steps the same scene with the detector's detection (`CollisionDetector.run_placed`)
-replaced by synthetic contacts (`synthetic_collision`), so it calls the same kernels with the
-same argument types as a real step and never compiles the narrow phase. The caller first
-compiles the solver's semismooth Newton (`compile_newton_ahead`, for argument types made
-without an operator), which the worker reaches last, then waits for the worker's build
-(`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's kernels, compiled
-once instead of in both processes at the same time), then builds the scene itself, compiling
-collision, while the worker builds one synthetic contact problem and solves it
-(`_solve_first`: the ADMM and its callees, about 60 % of the compile time). The caller then
-compiles the ADMM's callees that the worker types last (`compile_solver_tail`, for the
-argument types the ADMM passes) and the step's kernels other than the solver
-(`compile_besides`: synthetic steps under `synthetic_solve`). The worker reports ready
-(`wait_compile_ahead` returns) once it has stepped (contacts with the ground and between bodies
-of different trees), then goes on with what only later steps may need (a self-contact, whose
-loop brings the elimination ordering in) while the caller steps. If it fails or is slower, the
-caller compiles what it needs itself.
+compiles the contact solver while the calling process compiles collision detection and the
+rest of the step; each loads the other's kernels from the cache instead of compiling them.
+The worker builds the scene with placeholder collision hulls (`placeholder_hulls`: the same
+array types, no mesh files read) and steps it with the detector's detection
+(`CollisionDetector.run_placed`) replaced by synthetic contacts (`synthetic_collision`), so it
+calls the same kernels with the same argument types as a real step and never compiles the
+narrow phase. The caller first compiles the solver's semismooth Newton (`compile_newton_ahead`,
+for argument types made without an operator), which the worker reaches late, then waits for
+the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's
+kernels, compiled once instead of in both processes at the same time), compiles the free
+dynamics and the integration (`compile_integration_ahead`: the scene stepped once without
+contacts), then builds the scene itself, compiling collision, while the worker builds one
+synthetic contact problem and solves it (`_solve_first`: the ADMM and its callees, about half
+of the compile time) and steps. The worker reports ready (`wait_compile_ahead` returns) once it
+has stepped (contacts with the ground and between bodies of different trees; its second step
+compiles the steady step's kernel), then goes on with what only later steps may need (a
+self-contact, whose loop brings the elimination ordering in) while the caller steps. If it
+fails or is slower, the caller compiles what it needs itself.
 """
 from __future__ import annotations
 
@@ -140,6 +140,8 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
         compile_newton_ahead()       # while the worker builds the scene
     wait_compile_ahead(ahead, until=BUILT)
     try:
+        if ahead is not None:        # while the worker compiles the solver
+            compile_integration_ahead(scene_lib.SCENES[scenes[0][0]][0], scenes[0][1], scenes[0][2])
         for name, kw, dt, steps in scenes:
             fn = scene_lib.SCENES[name][0]
             t0, n0 = time.perf_counter(), counter.count
@@ -150,8 +152,6 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
                     print(f"  {name}: skipped ({e})", file=out, flush=True)
                 continue
             sim = Simulator(world, dt=dt)
-            if ahead is not None:
-                compile_besides(world, dt)
             wait_compile_ahead(ahead)
             ahead = None
             traj = sim.run(steps=steps, record=True)
@@ -374,25 +374,39 @@ def synthetic_collision(self_contact=False):
         CollisionDetector.run_placed, CollisionDetector.detect = real
 
 
-@contextlib.contextmanager
-def synthetic_solve():
-    """Within: `ADMMSolver.solve` returns λ = 0 and its zero velocity change at once, of the
-    types a real solve returns (the step's other kernels compile without the solver's)."""
-    import numpy as np
-    from solvers.admm import ADMMResult, ADMMSolver
-    real = ADMMSolver.solve
 
-    def solve(self, op, *args, **kw):
-        m = op.cones.m if hasattr(op, "cones") else args[1].m
-        model = getattr(getattr(op, "op", op), "model", None)
-        lam = np.zeros(m)
-        return ADMMResult(lam, np.zeros(m), 0, True, 0.0, 0.0, 0.0, 0.0, 0, 0.0, False, 0.0, warm_next=lam,
-                          velocity_change=None if model is None else np.zeros(model.nv))
-    ADMMSolver.solve = solve
+@contextlib.contextmanager
+def placeholder_hulls():
+    """Within: every collision mesh a world's builder or a `CollisionDetector` loads
+    (`collision.shapes.load_convex_mesh`) is the hull of a 2 cm cube, made without reading the
+    file: the worker's scene then has the real one's geometry kinds and array types, for which
+    the kernels are compiled, without the meshes' reading and hulls (1.1 s of the humanoid's
+    build, trimesh's import included)."""
+    import numpy as np
+    from scipy.spatial import ConvexHull
+
+    from collision import shapes
+    from . import world
+    cube = 0.01 * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    hull = shapes._hull_arrays(cube, ConvexHull(cube))
+    real = shapes.load_convex_mesh, world.load_convex_mesh
+    shapes.load_convex_mesh = world.load_convex_mesh = lambda *a, **k: hull
     try:
         yield
     finally:
-        ADMMSolver.solve = real
+        shapes.load_convex_mesh, world.load_convex_mesh = real
+
+@contextlib.contextmanager
+def unconstrained():
+    """Within: `ProblemAssembler.build` gives no problem (no constraint rows), so a step is its
+    free dynamics and its integration alone (`compile_integration_ahead`)."""
+    from .problem import ProblemAssembler
+    real = ProblemAssembler.build
+    ProblemAssembler.build = lambda self, *a, **k: None
+    try:
+        yield
+    finally:
+        ProblemAssembler.build = real
 
 
 def _solve_first(sim):
@@ -416,44 +430,6 @@ def _synthetic_problem(sim):
     # on an assembler of its own: sim's first step stays a first step (staged, as in a real run)
     problem = ProblemAssembler(sim).build(c, sim.q, sim.v, np.zeros(sim.model.nv), sim.data)
     return problem if problem is not None and problem.op is not None else None
-
-
-def _solver_tail(problem):
-    """(kernel, argument values) of the calls late in `solvers.admm.admm_kernel`'s body, last
-    first, with values of the types the kernel passes (its compiled callees are typed in source
-    order, so the worker compiles them last: the caller compiles them here meanwhile, and the
-    worker loads them from the cache when it gets there). Not the Newton polish
-    (`admm.newton_try`): the worker reaches it before the caller is done with collision, so
-    both compiled it (about 6 s of CPU of a cold start, for nothing)."""
-    import numpy as np
-    from solvers import admm, opstate
-    op, g, cones = problem.op, np.ascontiguousarray(problem.g, dtype=float), problem.cones
-    m = g.shape[0]
-    kind, start, size, param = cones.arrays()
-    dense, geo, fac, ws, dn = opstate.operator_parts(op, m)
-    f, i = np.zeros(m), np.zeros(m, np.int64)
-    mem = admm.ADMMSettings().anderson
-    F2, M2, b = np.zeros((mem, m)), np.zeros((mem, mem)), np.zeros(mem)
-    rc, yes, x = np.zeros(0), True, 0.0
-    return [
-        (admm.polish_modes_into, (dense, geo, fac, ws, dn, kind, start, size, param, g, rc, yes, yes, x, x, f, f, i,
-                                  i, yes, f, f, np.zeros((5, m)))),
-        (admm.anderson_update, (kind, start, size, param, g, f, f, f, f, f, f, f, x, x, yes, F2, F2, M2, f, f, f, f, f,
-                                M2, b, 0, 0, yes, yes, x)),
-        (opstate.op_refactor, (dense, geo, fac, dn, rc, yes, x, f, yes, f)),
-        (opstate.op_max_eigenvalue, (dense, geo, ws, dn, f, 0)),
-    ]
-
-
-def compile_solver_tail(problem):
-    """Compile `_solver_tail`'s kernels for their argument types (without running them), as
-    callees of the ADMM (`models.jitcache.for_kernel_callers`: no Python wrapper)."""
-    from numba import typeof
-
-    from models.jitcache import for_kernel_callers
-    with for_kernel_callers():
-        for kernel, args in _solver_tail(problem):
-            kernel.compile(tuple(typeof(a) for a in args))
 
 
 def newton_types():
@@ -483,7 +459,7 @@ def compile_newton_ahead():
     """Compile the ADMM's semismooth Newton polish (`solvers.admm.newton_try` and its callees,
     about 6 s of a cold start's CPU) for `newton_types`, as a callee of the ADMM
     (`models.jitcache.for_kernel_callers`). The caller of `start_compile_ahead` runs it while it
-    waits for the worker's build, so the worker, which reaches the Newton about 25 s into a cold
+    waits for the worker's build, so the worker, which reaches the Newton about 20 s into a cold
     start, loads it from the cache instead of compiling it."""
     from models.jitcache import for_kernel_callers
     from solvers.admm import newton_try
@@ -491,34 +467,31 @@ def compile_newton_ahead():
         newton_try.compile(newton_types())
 
 
-def compile_besides(world, dt):
-    """The caller's share while the worker of `start_compile_ahead` compiles the solver, on a
-    second `Simulator` of `world`: the ADMM's callees the worker types last
-    (`compile_solver_tail`, for its synthetic problem), then steps under `synthetic_collision`
-    and `synthetic_solve` (the free dynamics, the problem's assembly and the integration). The
-    worker takes the solve first (`compile_ahead`), so the two processes compile different
-    kernels at the same time and each loads the other's from the cache (measured on the
-    humanoid: see the README's cold start)."""
+def compile_integration_ahead(scene_fn, kwargs, dt):
+    """The caller's share of the step besides the solver, before its own build: the scene
+    `scene_fn(**kwargs)` built with `placeholder_hulls` and stepped once at `dt` (None: the
+    scene's) under `synthetic_collision` and `unconstrained`, which compiles the free dynamics
+    and the integration (`simstep.integrator`) for the argument types of a real step without
+    collision detection, the contact problem's assembly or the solver (the worker's share). The
+    worker, which reaches them after the ADMM, then loads them from the cache."""
     from .simulator import Simulator
-    sim = Simulator(world, dt=dt, steady_steps=False)    # the steady step calls the solver's kernel itself
-    problem = _synthetic_problem(sim)
-    if problem is not None:
-        compile_solver_tail(problem)
-    with synthetic_collision(), synthetic_solve():
-        sim.run(steps=2)
+    with synthetic_collision(), placeholder_hulls(), unconstrained():
+        world = scene_fn(**kwargs)
+        dt = dt if dt is not None else getattr(world, "dt", 1e-3)
+        Simulator(world, dt=dt, steady_steps=False).run(steps=1)
 
 
 def compile_ahead(scene, kwargs=None, dt=None, steps=3, ready=None, built=None):
-    """The worker of `start_compile_ahead`: build `scene` and its `Simulator` (then call
-    `built()` if given), solve one synthetic step's contact problem (`_solve_first`: the solver's
-    kernels first, while the caller compiles collision, then the rest of the step in
-    `compile_besides`), and take `steps` steps under `synthetic_collision` (the first step
-    compiles or loads the step's kernels, the next ones the warm start's), call `ready()` if
-    given, then, if the scene has a self-contact, `steps` more steps with it (the elimination
-    ordering of a loop inside a tree)."""
+    """The worker of `start_compile_ahead`: build `scene` with `placeholder_hulls` and its
+    `Simulator` (then call `built()` if given), solve one synthetic step's contact problem
+    (`_solve_first`: the solver's kernels, while the caller compiles the integration and
+    collision), and take `steps` steps under `synthetic_collision` (the first step compiles or
+    loads the step's kernels, the next ones the warm start's and the steady step's), call
+    `ready()` if given, then, if the scene has a self-contact, `steps` more steps with it (the
+    elimination ordering of a loop inside a tree)."""
     import scenes as scene_lib
     from .simulator import Simulator
-    with synthetic_collision():
+    with synthetic_collision(), placeholder_hulls():
         world = scene_lib.SCENES[scene][0](**(kwargs or {}))
         sim = Simulator(world, dt=dt)
         if built is not None:

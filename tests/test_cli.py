@@ -182,30 +182,6 @@ def test_compile_ahead_worker_uses_the_real_steps_signatures():
     assert lines["REST"] == [], lines["REST"]
 
 
-def test_solver_tail_compiled_for_the_admms_own_argument_types():
-    """`compile_solver_tail` (the caller's share of a cold start: the ADMM's callees that the
-    worker types last) compiles each kernel for exactly the argument types `admm_kernel` passes
-    it: numba's on-disk cache index of each kernel, which holds the signatures compiled so far
-    (the ADMM's among them once a solve ran), gains no entry (a different type would add one,
-    compiled for nothing while the worker compiles the right one itself)."""
-    import scenes
-    import simstep
-    from simstep.warmup import _solver_tail, _synthetic_problem, compile_solver_tail, synthetic_collision
-    world = scenes.box_stack(n=2)
-    with synthetic_collision():
-        sim = simstep.Simulator(world, dt=0.01)
-        sim.run(steps=2)             # the ADMM compiled (its callees' cache entries saved) or loaded
-    problem = _synthetic_problem(sim)
-    assert problem is not None
-
-    def index(kernel):
-        return set(kernel._cache._cache_file._load_index())
-    before = {k: index(k) for k, _ in _solver_tail(problem)}
-    assert len(before) == 4 and all(before.values())
-    compile_solver_tail(problem)
-    assert {k: index(k) for k in before} == before
-
-
 def test_newton_compiled_ahead_for_the_admms_own_argument_types():
     """`compile_newton_ahead` (the caller's share while the worker builds the scene) compiles
     the ADMM's semismooth Newton for exactly the argument types `_admm_iterate` passes it, made
@@ -224,19 +200,62 @@ def test_newton_compiled_ahead_for_the_admms_own_argument_types():
     assert set(newton_try._cache._cache_file._load_index()) == before
 
 
-@pytest.mark.parametrize("scene", ["four_bar", "pendulum", "box_stack"])
-def test_compile_besides_on_scenes_without_geometry_or_contacts(scene):
-    """The run's share of a cold start (`compile_besides`) steps any scene: one without
-    collision geometry (four_bar: loop closures only), one without contacts, boxes; the world
-    is not changed."""
-    import numpy as np
+_INTEGRATION_CHECK = """
+import sys
+import collision.shapes, scenes, simstep, simstep.world
+from simstep import integrator
+from simstep.warmup import compile_integration_ahead
+loaders = collision.shapes.load_convex_mesh, simstep.world.load_convex_mesh
+fn = scenes.SCENES[sys.argv[1]][0]
+compile_integration_ahead(fn, {}, None)
+assert (collision.shapes.load_convex_mesh, simstep.world.load_convex_mesh) == loaders
+kernels = (integrator.articulated_step_kernel, integrator.free_step_kernel, integrator.step_end_kernel,
+           integrator.integrate_kernel)
+before = [set(k.signatures) for k in kernels]
+world = fn()
+simstep.Simulator(world, dt=getattr(world, "dt", 1e-3), steady_steps=False).run(steps=3)
+print("AHEAD", sum(map(len, before)), "ADDED", sum(len(set(k.signatures) - b) for k, b in zip(kernels, before)))
+"""
 
-    import scenes
-    from simstep.warmup import compile_besides
-    world = scenes.SCENES[scene][0]()
-    q0 = np.array(world.q0, copy=True)
-    compile_besides(world, getattr(world, "dt", 1e-3))
-    assert np.array_equal(world.q0, q0)
+
+@pytest.mark.parametrize("scene", ["four_bar", "pendulum", "box_stack", "quadruped"])
+def test_integration_compiled_ahead_for_the_real_steps_argument_types(scene):
+    """The run's share of a cold start besides the solver (`compile_integration_ahead`: the scene
+    built with placeholder hulls and stepped without contacts or constraint rows) steps any scene
+    (loop closures only, no contacts, boxes, a URDF robot of meshes) and compiles the free
+    dynamics and the integration for the argument types of the real steps: in a fresh process,
+    these then add no signature to those kernels. The hulls' loader is restored after."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", _INTEGRATION_CHECK, scene], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ahead, added = (int(x) for x in out.stdout.split()[1::2])
+    assert ahead >= 1 and added == 0, out.stdout
+
+
+def test_placeholder_hulls_have_the_real_hulls_types(tmp_path):
+    """Within `placeholder_hulls` a collision mesh loads as a 2 cm cube's hull without reading
+    the file, with a real hull's array types (what the worker's kernels are compiled for); the
+    loader is the real one again after."""
+    import numpy as np
+    import trimesh
+    from numba import typeof
+
+    import collision.shapes
+    from simstep.warmup import placeholder_hulls
+    path = str(tmp_path / "box.stl")
+    trimesh.creation.box(extents=(0.3, 0.2, 0.1)).export(path)
+    real = collision.shapes.load_convex_mesh(path)
+    with placeholder_hulls():
+        verts, tris = collision.shapes.load_convex_mesh(str(tmp_path / "missing.stl"), (1.0, 1.0, 1.0))
+    assert verts.shape == (8, 3) and tris.shape == (12, 3)
+    assert np.allclose(np.ptp(verts, axis=0), 0.02)
+    assert (typeof(verts), typeof(tris)) == (typeof(real[0]), typeof(real[1]))
+    with pytest.raises(FileNotFoundError):
+        collision.shapes.load_convex_mesh(str(tmp_path / "missing.stl"))
 
 
 def test_wait_compile_ahead_for_the_build_then_ready():

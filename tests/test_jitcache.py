@@ -322,3 +322,105 @@ def test_structref_fields_are_read_without_numba_runtime():
         return np.empty(3)[0] + d.op[0, 0]
     with pytest.raises((NumbaRuntimeError, TypingError)):
         allocates(data.state)
+
+
+def test_project_kernels_divide_by_numpy_rules():
+    # the project's kernels compile with NumPy's error model (no zero test at a division: a
+    # float division by zero gives ±inf, an integer one 0), other code with numba's default
+    def make(module):
+        def ratio(a, b):
+            return a / b, 7 // int(b), 7 % int(b)
+        ratio.__module__ = module
+        return njit(ratio)
+
+    own, other = make("solvers.test_only"), make("elsewhere")
+    assert own(1.0, 0.0) == (np.inf, 0, 0) and own(-1.0, 0.0) == (-np.inf, 0, 0)
+    with pytest.raises(ZeroDivisionError):
+        other(1.0, 0.0)
+    assert own(-7.5, 2.0) == other(-7.5, 2.0) == (-3.75, 3, 1)
+
+
+def test_compiles_run_on_one_frame_stack_chunk():
+    # each outermost compile runs in `_on_one_stack_chunk`'s frame (whose declared stack makes
+    # CPython give it a data-stack chunk of its own), and a compile nested in it (a callee typed
+    # by its caller) inside that same frame, not in a second one
+    import sys
+
+    from numba.core import event
+
+    from models import jitcache
+    assert jitcache._on_one_stack_chunk.__code__.co_stacksize * 8 > 512 * 1024
+    frames = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            f, n = sys._getframe(), 0
+            while f is not None:
+                n += f.f_code is jitcache._on_one_stack_chunk.__code__
+                f = f.f_back
+            frames.append(n)
+
+        def on_end(self, ev):
+            pass
+
+    @njit
+    def inner(x):
+        return x + 1.0
+
+    @njit
+    def outer(x):
+        return inner(x) * 2.0
+
+    listener = Listener()
+    event.register("numba:compile", listener)
+    try:
+        assert outer(1.0) == 4.0
+    finally:
+        event.unregister("numba:compile", listener)
+    assert len(frames) >= 2 and set(frames) == {1}
+
+
+def test_llvm_calls_broadcast_no_lock_events():
+    # numba's callbacks on llvmlite's lock are unregistered: compiling a kernel broadcasts no
+    # "numba:llvm_lock" event
+    from llvmlite.binding import ffi
+    from numba.core import event
+    assert not [a for a, _ in ffi.lib._lock._cblist if "_initialize_llvm_lock_event" in a.__qualname__]
+    seen = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            seen.append(ev)
+
+        def on_end(self, ev):
+            pass
+
+    @njit
+    def plus_three(x):
+        return x + 3.0
+
+    listener = Listener()
+    event.register("numba:llvm_lock", listener)
+    try:
+        assert plus_three(1.0) == 4.0
+    finally:
+        event.unregister("numba:llvm_lock", listener)
+    assert seen == []
+
+
+def test_remembered_abi_sizes_are_llvms():
+    # the ABI sizes numba asks for while lowering, remembered per type, are LLVM's own, asked
+    # again and for a struct known by name
+    import llvmlite.ir as ir
+    from numba.core.registry import cpu_target
+    ctx = cpu_target.target_context
+    kinds = [ir.IntType(8), ir.IntType(1), ir.DoubleType(), ir.IntType(64).as_pointer(), ir.ArrayType(ir.IntType(16), 5),
+             ir.LiteralStructType([ir.IntType(8), ir.DoubleType(), ir.IntType(32)]),
+             ir.LiteralStructType([ir.IntType(8), ir.IntType(8)])]
+    sizes = [1, 1, 8, 8, 10, 24, 2]
+    for _ in range(2):
+        assert [ctx.get_abi_sizeof(t) for t in kinds] == sizes
+        assert [t.get_abi_size(ctx.target_data) for t in kinds] == sizes
+    named = ir.global_context.get_identified_type("jitcache_test_pair")
+    named.set_body(ir.IntType(8), ir.DoubleType())
+    assert ctx.get_abi_sizeof(named) == ctx.get_abi_sizeof(named.as_pointer()) + 8 == 16

@@ -374,7 +374,6 @@ def synthetic_collision(self_contact=False):
         CollisionDetector.run_placed, CollisionDetector.detect = real
 
 
-
 @contextlib.contextmanager
 def placeholder_hulls():
     """Within: every collision mesh a world's builder or a `CollisionDetector` loads
@@ -395,6 +394,7 @@ def placeholder_hulls():
         yield
     finally:
         shapes.load_convex_mesh, world.load_convex_mesh = real
+
 
 @contextlib.contextmanager
 def unconstrained():

@@ -12,8 +12,9 @@ Python calls), `structref_fields_without_runtime` lets kernels compiled without
 numba's runtime read structref fields, `shape_errors_unformatted` how numba compiles a slice
 assignment's shape check in this process (a constant message), and
 `messages_without_terminal_setup`, `flags_compared_by_what_is_set`,
-`inline_fresh_callees_without_copies`, `llvm_calls_without_lock_events` and
-`compile_on_one_stack_chunk` cut five of numba's own overheads (the same code).
+`inline_fresh_callees_without_copies`, `llvm_calls_without_lock_events`,
+`abi_sizes_remembered` and `compile_on_one_stack_chunk` cut six of numba's own overheads (the
+same code).
 """
 from __future__ import annotations
 
@@ -310,7 +311,7 @@ def compile_on_one_stack_chunk():
     chunk with mmap when a call does not fit in the current one and unmaps it when that call
     returns. numba's compiler recurses deep and its call depth goes up and down across chunk
     boundaries all the time: a cold start of the demo made 720 000 mmap/munmap pairs and 870 000
-    page faults, 5.5 of its 72 s of CPU in the kernel. A frame larger than half a MiB (here one
+    page faults, 5.4 of its 72 s of CPU in the kernel. A frame larger than half a MiB (here one
     with a declared stack of `_FRAME_SLOTS` slots) gets a chunk of a MiB whose second half holds
     the compile's frames, so they no longer cross a boundary (0.7 s of system CPU). The same code
     is compiled; on other versions of Python the frame is merely larger."""
@@ -335,7 +336,6 @@ def compile_on_one_stack_chunk():
             _OUTER.on = False
 
     D.compile = compile
-
 
 
 def llvm_calls_without_lock_events():

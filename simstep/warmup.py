@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 
-NOTICE = ("compiling kernels, first run only (1-3 min on 2 cores; `python -m simstep warmup` "
+NOTICE = ("compiling kernels, first run only (0.5-2 min, about 30 s on 2 cores; `python -m simstep warmup` "
           "compiles them all up front)")
 
 # (scene, scene arguments, dt, steps): each step at a large dt drives the solver through its

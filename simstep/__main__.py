@@ -137,15 +137,10 @@ def run(args):
 
 def _run(args, fn, kw, duration, ahead):
     import simstep
-    from simstep.warmup import (BUILT, CompileCounter, compile_integration_ahead, compile_newton_ahead,
-                                wait_compile_ahead)
+    from simstep.warmup import CompileCounter, compile_callers_share, wait_compile_ahead
     t_start = time.perf_counter()    # the scene's build and the Simulator's compile most kernels
-    if ahead is not None:
-        compile_newton_ahead()       # meanwhile: the solver's Newton, which the worker then loads
-    wait_compile_ahead(ahead, until=BUILT)   # the worker compiles the build's kernels, this process loads them
     try:
-        if ahead is not None:        # the dynamics and integration here, the solver there
-            compile_integration_ahead(fn, kw, args.dt)
+        compile_callers_share(ahead, fn, kw, args.dt)    # the Newton and the integration here, the solver there
         world = fn(**kw)
     except (TypeError, ValueError) as e:
         raise UsageError(f"scene '{args.scene}': {e}") from None

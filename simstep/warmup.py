@@ -13,24 +13,24 @@ cache is not a compilation).
 
 `start_compile_ahead(scene, kwargs, dt)` splits a cold first start over two cores: numba
 compiles in one thread per process, and its on-disk cache is shared, so a worker process
-compiles the contact solver while the calling process compiles collision detection and the
-rest of the step; each loads the other's kernels from the cache instead of compiling them.
-The worker builds the scene with placeholder collision hulls (`placeholder_hulls`: the same
-array types, no mesh files read) and steps it with the detector's detection
+compiles the contact solver while the calling process compiles collision detection and the rest
+of the step; each loads the other's kernels from the cache instead of compiling them. The
+worker builds the scene with placeholder collision hulls (`placeholder_hulls`: the same array
+types, no mesh files read) and steps it with the detector's detection
 (`CollisionDetector.run_placed`) replaced by synthetic contacts (`synthetic_collision`), so it
 calls the same kernels with the same argument types as a real step and never compiles the
-narrow phase. The caller first compiles the solver's semismooth Newton (`compile_newton_ahead`,
-for argument types made without an operator), which the worker reaches late, then waits for
-the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the scene's and the Simulator's
-kernels, compiled once instead of in both processes at the same time), compiles the free
-dynamics and the integration (`compile_integration_ahead`: the scene stepped once without
-contacts), then builds the scene itself, compiling collision, while the worker builds one
-synthetic contact problem and solves it (`_solve_first`: the ADMM and its callees, about half
-of the compile time) and steps. The worker reports ready (`wait_compile_ahead` returns) once it
-has stepped (contacts with the ground and between bodies of different trees; its second step
-compiles the steady step's kernel), then goes on with what only later steps may need (a
-self-contact, whose loop brings the elimination ordering in) while the caller steps. If it
-fails or is slower, the caller compiles what it needs itself.
+narrow phase. The caller (`compile_callers_share`) first compiles the solver's semismooth
+Newton (`compile_newton_ahead`, for argument types made without an operator), which the worker
+reaches late, then waits for the worker's build (`wait_compile_ahead(proc, until=BUILT)`: the
+scene's and the Simulator's kernels, compiled once instead of in both processes at the same
+time), compiles the free dynamics and the integration (`compile_integration_ahead`: the scene
+stepped once without contacts), then builds the scene itself, compiling collision, while the
+worker builds one synthetic contact problem and solves it (`_solve_first`: the ADMM and its
+callees, about half of the compile time) and steps. The worker reports ready
+(`wait_compile_ahead` returns) once it has stepped (contacts with the ground and between bodies
+of different trees; its second step compiles the steady step's kernel), then goes on with what
+only later steps may need (a self-contact, whose loop brings the elimination ordering in) while
+the caller steps. If it fails or is slower, the caller compiles what it needs itself.
 """
 from __future__ import annotations
 
@@ -136,12 +136,9 @@ def warmup(scenes=WARMUP_SCENES, verbose=True, file=None):
     counter = CompileCounter()
     t_all = time.perf_counter()
     ahead = start_compile_ahead(*scenes[0][:3]) if scenes else None   # cold: the first scene on two cores
-    if ahead is not None:
-        compile_newton_ahead()       # while the worker builds the scene
-    wait_compile_ahead(ahead, until=BUILT)
     try:
-        if ahead is not None:        # while the worker compiles the solver
-            compile_integration_ahead(scene_lib.SCENES[scenes[0][0]][0], scenes[0][1], scenes[0][2])
+        if scenes:
+            compile_callers_share(ahead, scene_lib.SCENES[scenes[0][0]][0], scenes[0][1], scenes[0][2])
         for name, kw, dt, steps in scenes:
             fn = scene_lib.SCENES[name][0]
             t0, n0 = time.perf_counter(), counter.count
@@ -465,6 +462,19 @@ def compile_newton_ahead():
     from solvers.admm import newton_try
     with for_kernel_callers():
         newton_try.compile(newton_types())
+
+
+def compile_callers_share(ahead, scene_fn, kwargs, dt):
+    """The share of a cold start that the caller of `start_compile_ahead` takes before it builds
+    the scene `scene_fn(**kwargs)` at `dt` itself (nothing without a worker, `ahead` None): the
+    Newton while the worker builds the scene (`compile_newton_ahead`), the wait for that build
+    (`BUILT`, whose kernels it then loads), then the dynamics and the integration while the
+    worker compiles the solver (`compile_integration_ahead`)."""
+    if ahead is None:
+        return
+    compile_newton_ahead()
+    wait_compile_ahead(ahead, until=BUILT)
+    compile_integration_ahead(scene_fn, kwargs, dt)
 
 
 def compile_integration_ahead(scene_fn, kwargs, dt):

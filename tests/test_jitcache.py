@@ -371,12 +371,8 @@ def test_compiles_run_on_one_frame_stack_chunk():
     def outer(x):
         return inner(x) * 2.0
 
-    listener = Listener()
-    event.register("numba:compile", listener)
-    try:
+    with event.install_listener("numba:compile", Listener()):
         assert outer(1.0) == 4.0
-    finally:
-        event.unregister("numba:compile", listener)
     assert len(frames) >= 2 and set(frames) == {1}
 
 
@@ -386,26 +382,14 @@ def test_llvm_calls_broadcast_no_lock_events():
     from llvmlite.binding import ffi
     from numba.core import event
     assert not [a for a, _ in ffi.lib._lock._cblist if "_initialize_llvm_lock_event" in a.__qualname__]
-    seen = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            seen.append(ev)
-
-        def on_end(self, ev):
-            pass
 
     @njit
     def plus_three(x):
         return x + 3.0
 
-    listener = Listener()
-    event.register("numba:llvm_lock", listener)
-    try:
+    with event.install_recorder("numba:llvm_lock") as seen:
         assert plus_three(1.0) == 4.0
-    finally:
-        event.unregister("numba:llvm_lock", listener)
-    assert seen == []
+    assert seen.buffer == []
 
 
 def test_remembered_abi_sizes_are_llvms():
